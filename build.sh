@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# liveunion build entry point (runs on the build host).
+#   ./build.sh            build out/liveunion.iso and out/SHA256SUMS
+#   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
+#   ./build.sh deps       only install the Debian packages the build and the tests need
+#   ./build.sh clean      remove out/
+# Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS.
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+OUT=${OUT:-$TOP/out}
+JOBS=${JOBS:-$(nproc)}
+LIVEUNION_VERSION=$(cat "$TOP/VERSION")
+export TOP OUT JOBS LIVEUNION_VERSION
+
+# Reproducibility: every timestamp in every artefact comes from here.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || echo 1767225600)
+fi
+export SOURCE_DATE_EPOCH
+
+BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
+	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
+	grub-efi-amd64-bin grub-common mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin)
+TEST_PKGS=(qemu-system-x86 ovmf shellcheck)
+
+log() { printf '%s\n' "liveunion: $*" >&2; }
+die() { printf '%s\n' "liveunion: ${STAGE:+$STAGE: }error: $*" >&2; exit 1; }
+
+# need_pkgs PKG...: install what is missing when root, else print the exact command and stop.
+need_pkgs() {
+	local missing=() p
+	for p in "$@"; do
+		dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	local cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		die "missing Debian packages: ${missing[*]}; run as root: apt-get update && $cmd"
+	fi
+	log "installing missing Debian packages: ${missing[*]}"
+	log "running: apt-get update && $cmd"
+	DEBIAN_FRONTEND=noninteractive apt-get update -q >&2 || die "apt-get update failed"
+	DEBIAN_FRONTEND=noninteractive $cmd >&2 || die "could not install: ${missing[*]}"
+}
+
+# hash_of FILE|DIR...: one sha256 over names and contents, stable across checkouts.
+hash_of() {
+	local f
+	for f in "$@"; do
+		if [ -d "$f" ]; then
+			(cd "$f" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
+		elif [ -e "$f" ]; then
+			printf '%s  %s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" "${f#"$TOP"/}"
+		else
+			printf 'absent %s\n' "${f#"$TOP"/}"
+		fi
+	done | sha256sum | cut -c1-16
+}
+
+# A stage is skipped when its stamp records the same input hash and its outputs exist.
+stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2" ]; }
+stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2" >"$OUT/stamps/$1"; }
+
+STAGES=(kernel initramfs rootfs iso)
+# shellcheck source=kernel/kernel.sh
+. "$TOP/kernel/kernel.sh"
+# shellcheck source=initramfs/initramfs.sh
+. "$TOP/initramfs/initramfs.sh"
+# shellcheck source=rootfs/rootfs.sh
+. "$TOP/rootfs/rootfs.sh"
+# shellcheck source=iso/iso.sh
+. "$TOP/iso/iso.sh"
+
+run_stages() {
+	local i=0 s t0 t1
+	mkdir -p "$OUT"
+	for s in "${STAGES[@]}"; do
+		i=$((i + 1))
+		STAGE=$s
+		log "[$i/${#STAGES[@]}] $s ..."
+		t0=$(date +%s.%N)
+		"stage_$s"
+		t1=$(date +%s.%N)
+		log "[$i/${#STAGES[@]}] $s done in $(printf '%.1f' "$(echo "$t1 - $t0" | bc)")s${STAGE_NOTE:+ ($STAGE_NOTE)}"
+		STAGE_NOTE=
+	done
+	STAGE=
+	(cd "$OUT" && sha256sum liveunion.iso >SHA256SUMS)
+	log "built $OUT/liveunion.iso ($(du -h "$OUT/liveunion.iso" | cut -f1)); $(cat "$OUT/SHA256SUMS")"
+}
+
+STAGE=
+STAGE_NOTE=
+case "${1:-build}" in
+build)
+	need_pkgs "${BUILD_PKGS[@]}"
+	run_stages
+	;;
+test)
+	shift
+	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+	run_stages
+	exec "$TOP/tests/run" "$@"
+	;;
+deps)
+	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+	;;
+clean)
+	rm -rf "$OUT"
+	;;
+-h | --help | help)
+	sed -n '2,8s/^# \{0,1\}//p' "$0"
+	;;
+*)
+	die "unknown command '$1' (try: ./build.sh help)"
+	;;
+esac
