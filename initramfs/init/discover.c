@@ -1,0 +1,166 @@
+#include "discover.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define MAX_SEEN 64
+#define POLL_MS 100
+
+struct seen {
+	char name[64];
+	char reason[200];
+};
+
+int probe_device(const char *dev, const struct medium_want *want, struct iso_id *id, char *reason, size_t rlen)
+{
+	unsigned char pvd[PVD_SIZE];
+	ssize_t n;
+	int fd, err;
+
+	/* Without O_NONBLOCK an empty CD drive says ENOMEDIUM, which is the clue users need. */
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(reason, rlen, "cannot open: %s", strerror(errno));
+		return 0;
+	}
+	n = pread(fd, pvd, sizeof(pvd), PVD_OFFSET);
+	err = errno;
+	if (close(fd) != 0 && n >= 0) {
+		snprintf(reason, rlen, "close: %s", strerror(errno));
+		return 0;
+	}
+	if (n < 0) {
+		snprintf(reason, rlen, "read at byte %d: %s", PVD_OFFSET, strerror(err));
+		return 0;
+	}
+	if (n < (ssize_t)sizeof(pvd)) {
+		snprintf(reason, rlen, "too small for ISO9660 (%zd bytes at byte %d)", n, PVD_OFFSET);
+		return 0;
+	}
+	if (iso_id_parse(pvd, sizeof(pvd), id) != 0) {
+		snprintf(reason, rlen, "not ISO9660 (no CD001 primary volume descriptor)");
+		return 0;
+	}
+	return medium_match(want, id, reason, rlen);
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct seen *)a)->name, ((const struct seen *)b)->name);
+}
+
+/* Unused loop and ram devices are always there and never the medium; listing them would bury the real clue. */
+static int idle_virtual(const char *sysblock, const char *name)
+{
+	char path[PATH_LEN], buf[32];
+	ssize_t n;
+	int fd;
+
+	if (strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/%s/size", sysblock, name) >= (int)sizeof(path))
+		return 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (close(fd) != 0 || n <= 0)
+		return 0;
+	buf[n] = '\0';
+	return strtoull(buf, NULL, 10) == 0;
+}
+
+/* One pass over the block devices; 1 when the medium was found. */
+static int scan_once(struct plan *p, const char *sysblock, const char *devdir, struct seen *seen, int *nseen)
+{
+	DIR *d = opendir(sysblock);
+	struct dirent *e;
+	int n = 0, i;
+
+	if (!d) {
+		*nseen = 0;
+		return fail(errno, "open %s", sysblock);
+	}
+	while ((e = readdir(d)) != NULL && n < MAX_SEEN) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(seen[0].name))
+			continue;
+		if (idle_virtual(sysblock, e->d_name))
+			continue;
+		memcpy(seen[n].name, e->d_name, strlen(e->d_name) + 1);
+		seen[n].reason[0] = '\0';
+		n++;
+	}
+	if (closedir(d) != 0)
+		return fail(errno, "close %s", sysblock);
+	qsort(seen, (size_t)n, sizeof(seen[0]), by_name);
+	*nseen = n;
+	for (i = 0; i < n; i++) {
+		char dev[PATH_LEN];
+		struct iso_id id;
+
+		if (snprintf(dev, sizeof(dev), "%s/%s", devdir, seen[i].name) >= (int)sizeof(dev)) {
+			snprintf(seen[i].reason, sizeof(seen[i].reason), "device path too long");
+			continue;
+		}
+		if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
+			snprintf(p->device, sizeof(p->device), "%s", dev);
+			p->id = id;
+			return 1;
+		}
+		dbg("%s: %s", seen[i].name, seen[i].reason);
+	}
+	return 0;
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &t) != 0)
+		return 0; /* cannot happen for CLOCK_MONOTONIC; the loop stays bounded by its round count */
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
+{
+	static struct seen seen[MAX_SEEN];
+	long long start = now_ms(), deadline = start + (long long)p->timeout * 1000;
+	long long rounds = 0, max_rounds = (long long)p->timeout * (1000 / POLL_MS) + 1;
+	long long next_note = start + 5000;
+	int nseen = 0, i, r;
+
+	msg("looking for the medium %s (up to %u s)", p->medium_spec, p->timeout);
+	for (;;) {
+		r = scan_once(p, sysblock, devdir, seen, &nseen);
+		if (r < 0)
+			return -1;
+		if (r == 1) {
+			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, p->device, p->id.label, p->id.uuid);
+			return 0;
+		}
+		/* Both bounds: the clock, and the number of rounds in case the clock misbehaves. */
+		if (now_ms() >= deadline || ++rounds >= max_rounds)
+			break;
+		if (now_ms() >= next_note) {
+			msg("still waiting for the medium %s (%lld s)", p->medium_spec, (now_ms() - start) / 1000);
+			next_note += 5000;
+		}
+		struct timespec ts = {0, POLL_MS * 1000000L};
+		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+			;
+	}
+	msg("medium %s not found after %u s; block devices seen:", p->medium_spec, p->timeout);
+	if (nseen == 0)
+		msg("  (none: is the driver for the disk or CD controller in the kernel?)");
+	for (i = 0; i < nseen; i++)
+		msg("  %s: %s", seen[i].name, seen[i].reason);
+	return fail(ENODEV, "find the medium %s", p->medium_spec);
+}

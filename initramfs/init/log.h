@@ -1,0 +1,25 @@
+#ifndef LIVE_LOG_H
+#define LIVE_LOG_H
+#include <stdarg.h>
+
+/* Open every active console (/sys/class/tty/console/active) for messages. */
+void log_open_consoles(void);
+/* Send messages to this fd only (host tests, --help-keys). */
+void log_use_fd(int fd);
+void log_debug_enable(int on);
+int log_debug_enabled(void);
+/* Names of the active consoles (e.g. "tty0", "ttyS0"); count returned. */
+int log_console_names(const char *names[], int max);
+
+void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Write text as is (already formatted, may hold many lines) to every console. */
+void log_raw(const char *text);
+
+/* The one failure record: the failing function stores what it attempted and errno,
+ * returns -1, and main reports it once. */
+int fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *fail_what(void);
+int fail_errno(void);
+void fail_clear(void);
+#endif

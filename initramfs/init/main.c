@@ -1,0 +1,190 @@
+/* PID 1 of the liveunion initramfs: command line -> plan -> steps -> switch_root. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmdline.h"
+#include "discover.h"
+#include "handover.h"
+#include "log.h"
+#include "plan.h"
+#include "shell.h"
+#include "stack.h"
+#include "toram.h"
+#include "util.h"
+
+#ifndef LIVEUNION_VERSION
+#define LIVEUNION_VERSION "dev"
+#endif
+
+#define RUN_LIVE "/run/live"
+#define NEWROOT "/newroot"
+
+static char **init_argv;
+
+static int step_medium(struct plan *p)
+{
+	if (discover_medium(p, "/sys/class/block", "/dev") != 0)
+		return -1;
+	return stack_medium(p);
+}
+
+static int step_switch(struct plan *p)
+{
+	return handover(p, init_argv);
+}
+
+/* Indexed by enum step_id. persist.c will slot in here (between toram and upper) and pick
+ * the upper from plan->persist; upper then mounts the store instead of a tmpfs. */
+static int (*const steps[S_COUNT])(struct plan *) = {
+	[S_MEDIUM] = step_medium, [S_LAYERS] = stack_layers, [S_TORAM] = stack_toram,
+	[S_UPPER] = stack_upper,  [S_OVERLAY] = stack_overlay, [S_SWITCH] = step_switch,
+};
+
+static void warn_msg(void *ctx, const char *text)
+{
+	(void)ctx; /* callback signature */
+	msg("%s", text);
+}
+
+static void print_plan(const struct plan *p, const char *title)
+{
+	static char buf[16384];
+	char *line, *save = NULL;
+
+	if (plan_print(p, buf, sizeof(buf)) == 0)
+		return;
+	msg("%s", title);
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		msg("  %s", line);
+}
+
+static void save_plan(const struct plan *p)
+{
+	static char buf[16384];
+	size_t n = plan_print(p, buf, sizeof(buf)), off = 0;
+	int fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0) {
+		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
+		return;
+	}
+	while (off < n) {
+		ssize_t w = write(fd, buf + off, n - off);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			msg("write " RUN_LIVE "/plan: %s", strerror(w < 0 ? errno : ENOSPC));
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0)
+		msg("close " RUN_LIVE "/plan: %s", strerror(errno));
+}
+
+/* Before the consoles are known, fd 2 is /dev/console from the initramfs. */
+static int early_mounts(void)
+{
+	static const struct {
+		const char *dir, *type, *data;
+		unsigned long flags;
+	} m[] = {
+		{"/proc", "proc", NULL, MS_NODEV | MS_NOSUID | MS_NOEXEC},
+		{"/sys", "sysfs", NULL, MS_NODEV | MS_NOSUID | MS_NOEXEC},
+		{"/dev", "devtmpfs", "mode=0755", MS_NOSUID},
+		{"/run", "tmpfs", "mode=0755", MS_NODEV | MS_NOSUID},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		if (mkdir(m[i].dir, 0755) != 0 && errno != EEXIST)
+			return fail(errno, "mkdir %s", m[i].dir);
+		if (do_mount(m[i].type, m[i].dir, m[i].type, m[i].flags, m[i].data) != 0)
+			return -1;
+	}
+	return mkdir_p(RUN_LIVE, 0755);
+}
+
+/* Report a failure once, then the shell (or the panic the user asked for). 0 = retry the step. */
+static int report(const struct plan *p, int step)
+{
+	char why[128];
+
+	msg("%s: %s", fail_what(), strerror(fail_errno()));
+	msg("step %s failed", step_names[step]);
+	print_plan(p, "the plan was:");
+	if (p->panic) {
+		msg("live.panic: stopping; PID 1 exits and the kernel panics");
+		return -1;
+	}
+	snprintf(why, sizeof(why), "step %s failed; exit to retry it", step_names[step]);
+	if (rescue_shell(why) != 0) {
+		msg("%s: %s; nothing else to do but panic", fail_what(), strerror(fail_errno()));
+		return -1;
+	}
+	msg("rescue shell exited: retrying step %s", step_names[step]);
+	fail_clear();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static char cmdline_text[4096];
+	static struct cmdline c;
+	static struct plan p;
+	struct facts f = {0, 0};
+	int i;
+
+	if (argc > 1 && strcmp(argv[1], "--help-keys") == 0) {
+		static char buf[8192];
+		size_t n = cmdline_help(buf, sizeof(buf));
+
+		return fwrite(buf, 1, n, stdout) == n && fflush(stdout) == 0 ? 0 : 1;
+	}
+	if (getpid() != 1) {
+		fprintf(stderr, "liveunion init: runs only as PID 1 of the initramfs (try --help-keys)\n");
+		return 2;
+	}
+	init_argv = argv;
+	if (early_mounts() != 0)
+		fprintf(stderr, "liveunion: %s: %s\n", fail_what(), strerror(fail_errno()));
+	log_open_consoles();
+	msg("init %s", LIVEUNION_VERSION);
+	if (read_text("/proc/cmdline", cmdline_text, sizeof(cmdline_text)) < 0)
+		msg("%s: %s; using the defaults", fail_what(), strerror(fail_errno()));
+	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
+	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
+		msg("%s: %s", fail_what(), strerror(fail_errno()));
+	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
+	log_debug_enable(p.debug);
+	if (p.persist[0] || p.verify[0] || p.check)
+		msg("live.persist=, live.verify= and live.check are reserved in this version and ignored");
+	argv[0] = p.init;
+	print_plan(&p, "plan:");
+	save_plan(&p);
+	for (i = 0; i < S_COUNT; i++) {
+		if (p.break_step == i) {
+			char why[64];
+
+			snprintf(why, sizeof(why), "live.break=%s: before step %s", step_names[i], step_names[i]);
+			msg("%s", why);
+			if (rescue_shell(why) != 0)
+				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));
+		}
+		fail_clear();
+		while (steps[i](&p) != 0) {
+			save_plan(&p);
+			if (report(&p, i) != 0)
+				return 1;
+		}
+		p.done = i + 1;
+		save_plan(&p);
+	}
+	return 1; /* not reached: step switch execs the live root's init or fails */
+}

@@ -1,0 +1,238 @@
+#include "plan.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const step_names[S_COUNT] = {
+	[S_MEDIUM] = "medium", [S_LAYERS] = "layers", [S_TORAM] = "toram",
+	[S_UPPER] = "upper",   [S_OVERLAY] = "overlay", [S_SWITCH] = "switch",
+};
+
+/* Room the running system needs besides the RAM copy of the layers. */
+#define TORAM_RESERVE (64ULL << 20)
+
+int step_index(const char *name)
+{
+	int i;
+
+	for (i = 0; i < S_COUNT; i++)
+		if (strcmp(name, step_names[i]) == 0)
+			return i;
+	return S_NONE;
+}
+
+static void copy(char *dst, size_t len, const char *src)
+{
+	if (snprintf(dst, len, "%s", src) < 0)
+		dst[0] = '\0';
+}
+
+void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
+	       struct plan *p)
+{
+	memset(p, 0, sizeof(*p));
+	copy(p->medium_spec, sizeof(p->medium_spec), c->v[K_MEDIUM].s);
+	if (medium_want_parse(p->medium_spec, &p->want) != 0) {
+		/* cmdline.c validated it; only a broken default gets here */
+		copy(p->medium_spec, sizeof(p->medium_spec), "LABEL=LIVEUNION");
+		if (medium_want_parse(p->medium_spec, &p->want) != 0)
+			p->want.value[0] = '\0';
+	}
+	p->timeout = (unsigned)c->v[K_TIMEOUT].u;
+	p->size = c->v[K_SIZE].size;
+	p->toram = c->v[K_TORAM].flag;
+	p->panic = c->v[K_PANIC].flag;
+	p->check = c->v[K_CHECK].flag;
+	p->debug = c->v[K_DEBUG].flag;
+	p->break_step = c->v[K_BREAK].s[0] ? step_index(c->v[K_BREAK].s) : S_NONE;
+	copy(p->init, sizeof(p->init), c->v[K_INIT].s);
+	copy(p->layer_filter, sizeof(p->layer_filter), c->v[K_LAYERS].s);
+	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
+	copy(p->verify, sizeof(p->verify), c->v[K_VERIFY].s);
+	copy(p->run_live, sizeof(p->run_live), run_live);
+	copy(p->newroot, sizeof(p->newroot), newroot);
+	p->facts = *f;
+	p->upper_bytes = size_resolve(&p->size, f->mem_total);
+	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
+}
+
+/* NN-name.squashfs with a name that is safe in an overlay lowerdir list (no ':' ',' '\\'). */
+static int layer_stem(const char *file, char *stem, size_t len)
+{
+	size_t n = strlen(file), i;
+	const size_t ext = sizeof(".squashfs") - 1;
+
+	if (n <= ext + 3 || strcmp(file + n - ext, ".squashfs") != 0)
+		return -1;
+	n -= ext;
+	if (!isdigit((unsigned char)file[0]) || !isdigit((unsigned char)file[1]) || file[2] != '-' || n >= len)
+		return -1;
+	for (i = 3; i < n; i++)
+		if (!isalnum((unsigned char)file[i]) && !strchr("._+-", file[i]))
+			return -1;
+	memcpy(stem, file, n);
+	stem[n] = '\0';
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(((const struct layer *)a)->name, ((const struct layer *)b)->name);
+}
+
+static bool in_filter(const char *filter, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = filter;
+
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l == n && strncmp(p, name, n) == 0)
+			return true;
+		p += l + (e ? 1 : 0);
+	}
+	return false;
+}
+
+static int errf(char *err, size_t elen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (elen && vsnprintf(err, elen, fmt, ap) < 0)
+		err[0] = '\0';
+	va_end(ap);
+	return -1;
+}
+
+int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen)
+{
+	int i, count = 0;
+	const char *f;
+
+	for (i = 0; i < n; i++) {
+		struct layer *l;
+		char stem[64];
+
+		if (layer_stem(files[i], stem, sizeof(stem)) != 0)
+			continue;
+		if (p->layer_filter[0] && !in_filter(p->layer_filter, stem))
+			continue;
+		if (count == MAX_LAYERS)
+			return errf(err, elen, "more than %d layers", MAX_LAYERS);
+		l = &p->layer[count++];
+		memset(l, 0, sizeof(*l));
+		memcpy(l->name, stem, strlen(stem) + 1);
+		l->loop = -1;
+		if (snprintf(l->file, sizeof(l->file), "%s/medium/live/%s", p->run_live, files[i]) >= (int)sizeof(l->file) ||
+		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir))
+			return errf(err, elen, "path of layer %s too long", stem);
+	}
+	qsort(p->layer, (size_t)count, sizeof(p->layer[0]), by_name);
+	for (i = 1; i < count; i++)
+		if (strcmp(p->layer[i].name, p->layer[i - 1].name) == 0)
+			return errf(err, elen, "layer %s given twice", p->layer[i].name);
+	/* Every layer the user named must exist: booting without one would be a different system. */
+	for (f = p->layer_filter; *f;) {
+		const char *e = strchr(f, ',');
+		size_t l = e ? (size_t)(e - f) : strlen(f);
+		bool found = false;
+
+		for (i = 0; i < count; i++)
+			if (strlen(p->layer[i].name) == l && strncmp(p->layer[i].name, f, l) == 0)
+				found = true;
+		if (l && !found)
+			return errf(err, elen, "live.layers= names %.*s, which is not on the medium as live/%.*s.squashfs",
+				    (int)l, f, (int)l, f);
+		f += l + (e ? 1 : 0);
+	}
+	if (count == 0)
+		return errf(err, elen, "no live/NN-name.squashfs layer on the medium%s",
+			    p->layer_filter[0] ? " matches live.layers=" : "");
+	p->nlayers = count;
+	return count;
+}
+
+bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
+{
+	unsigned long long need = TORAM_RESERVE;
+	int i;
+
+	for (i = 0; i < p->nlayers; i++)
+		need += p->layer[i].bytes;
+	if (need <= p->facts.mem_available) {
+		errf(note, nlen, "need %llu MiB, MemAvailable %llu MiB", need >> 20, p->facts.mem_available >> 20);
+		return true;
+	}
+	errf(note, nlen, "not enough RAM: need %llu MiB (layers + %llu MiB reserve), MemAvailable %llu MiB",
+	     need >> 20, TORAM_RESERVE >> 20, p->facts.mem_available >> 20);
+	return false;
+}
+
+struct out {
+	char *buf;
+	size_t len, used;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->used + 1 >= o->len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->used, o->len - o->used, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	o->used += (size_t)n < o->len - o->used ? (size_t)n : o->len - o->used - 1;
+}
+
+size_t plan_print(const struct plan *p, char *buf, size_t len)
+{
+	struct out o = {buf, len, 0};
+	int i;
+
+	if (len)
+		buf[0] = '\0';
+	put(&o, "medium=%s\n", p->medium_spec);
+	put(&o, "timeout=%u\n", p->timeout);
+	if (p->size.percent)
+		put(&o, "size=%llu%%\n", p->size.n);
+	else
+		put(&o, "size=%llu\n", p->size.n);
+	put(&o, "toram=%d\npanic=%d\ncheck=%d\ndebug=%d\n", p->toram, p->panic, p->check, p->debug);
+	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : step_names[p->break_step]);
+	put(&o, "init=%s\nlayers.wanted=%s\npersist=%s\nverify=%s\n", p->init, p->layer_filter, p->persist, p->verify);
+	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
+	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
+	put(&o, "medium.device=%s\nmedium.label=%s\nmedium.uuid=%s\n", p->device, p->id.label, p->id.uuid);
+	put(&o, "layers=");
+	for (i = 0; i < p->nlayers; i++)
+		put(&o, "%s%s", i ? "," : "", p->layer[i].name);
+	put(&o, "\n");
+	for (i = 0; i < p->nlayers; i++) {
+		const struct layer *l = &p->layer[i];
+
+		put(&o, "layer.%s.file=%s\nlayer.%s.dir=%s\nlayer.%s.bytes=%llu\n", l->name, l->file, l->name, l->dir,
+		    l->name, l->bytes);
+		if (l->loop >= 0)
+			put(&o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
+	}
+	put(&o, "toram.result=%s\n", p->toram_result);
+	put(&o, "steps=");
+	for (i = 0; i < S_COUNT; i++)
+		put(&o, "%s%s", i ? "," : "", step_names[i]);
+	put(&o, "\ndone=");
+	for (i = 0; i < p->done && i < S_COUNT; i++)
+		put(&o, "%s%s", i ? "," : "", step_names[i]);
+	put(&o, "\n");
+	return o.used;
+}

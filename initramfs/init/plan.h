@@ -1,0 +1,64 @@
+#ifndef LIVE_PLAN_H
+#define LIVE_PLAN_H
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cmdline.h"
+#include "medium.h"
+#include "plan_steps.h"
+
+#define MAX_LAYERS 32
+#define PATH_LEN 256
+
+struct layer {
+	char name[64];        /* "10-base" */
+	char file[PATH_LEN];  /* the squashfs file the loop device reads (medium, or the RAM copy) */
+	char dir[PATH_LEN];   /* its mount point under run_live/layers */
+	unsigned long long bytes;
+	int loop;             /* loop device number, -1 before attaching */
+};
+
+/* What the init found out before planning. */
+struct facts {
+	unsigned long long mem_total, mem_available; /* bytes, from /proc/meminfo */
+};
+
+struct plan {
+	/* From the command line. */
+	char medium_spec[VALUE_MAX];
+	struct medium_want want;
+	unsigned timeout;
+	struct size_spec size;
+	bool toram, panic, check, debug;
+	int break_step; /* S_NONE or the step to stop before */
+	char init[VALUE_MAX];
+	char layer_filter[VALUE_MAX];
+	char persist[VALUE_MAX]; /* reserved: persist.c will pick the upper from it */
+	char verify[VALUE_MAX];
+
+	/* Where things go; a prefix makes the stack testable on a build host. */
+	char run_live[PATH_LEN]; /* /run/live */
+	char newroot[PATH_LEN];  /* /newroot */
+
+	/* Facts and decisions. */
+	struct facts facts;
+	unsigned long long upper_bytes;
+	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
+	char device[PATH_LEN];
+	struct iso_id id;
+	int nlayers;            /* bottom first */
+	struct layer layer[MAX_LAYERS];
+	char toram_result[200];
+	int done;               /* steps finished, in order */
+};
+
+void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
+	       struct plan *p);
+/* Choose layers from the file names in live/ (any order); bottom first by name, live.layers= applied.
+ * Returns the number chosen, -1 with why in err. Names that are not NN-name.squashfs are skipped. */
+int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen);
+/* Whether copying the layers to RAM leaves enough memory; the why goes to note. */
+bool plan_toram_fits(const struct plan *p, char *note, size_t nlen);
+/* key=value lines. Returns the length written (truncated to len-1). */
+size_t plan_print(const struct plan *p, char *buf, size_t len);
+#endif

@@ -1,0 +1,292 @@
+#include "stack.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "kapi.h"
+#include "log.h"
+#include "util.h"
+
+int stack_medium(struct plan *p)
+{
+	char dir[PATH_LEN + 16];
+
+	if (snprintf(dir, sizeof(dir), "%s/medium", p->run_live) >= (int)sizeof(dir))
+		return fail(ENAMETOOLONG, "medium mount point under %s", p->run_live);
+	if (mkdir_p(dir, 0755) != 0)
+		return -1;
+	if (do_mount(p->device, dir, "iso9660", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0)
+		return -1;
+	msg("mounted %s on %s (read-only)", p->device, dir);
+	return 0;
+}
+
+static int open_loop(int nr)
+{
+	char dev[32];
+	int fd;
+
+	if (snprintf(dev, sizeof(dev), "/dev/loop%d", nr) >= (int)sizeof(dev))
+		return fail(ENAMETOOLONG, "loop device name");
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	/* devtmpfs normally has the node already; make it if the kernel was faster than devtmpfs. */
+	if (fd < 0 && errno == ENOENT) {
+		if (mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)nr)) != 0 && errno != EEXIST)
+			return fail(errno, "mknod %s", dev);
+		fd = open(dev, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd < 0)
+		return fail(errno, "open %s", dev);
+	return fd;
+}
+
+int loop_attach(const char *file, int *nr)
+{
+	struct live_loop_config cfg;
+	int ctl, lfd = -1, ffd, tries, n = -1, e;
+
+	ffd = open(file, O_RDONLY | O_CLOEXEC);
+	if (ffd < 0)
+		return fail(errno, "open %s", file);
+	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl < 0) {
+		e = errno;
+		if (close(ffd) != 0)
+			msg("close %s: %s", file, strerror(errno));
+		return fail(e, "open /dev/loop-control");
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.fd = (uint32_t)ffd;
+	/* Read-only so LOOP_CHANGE_FD (toram) is allowed; autoclear so an unmount frees the device. */
+	cfg.info.lo_flags = LIVE_LO_FLAGS_READ_ONLY | LIVE_LO_FLAGS_AUTOCLEAR;
+	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
+	/* Another process may grab the free device between GET_FREE and configure: retry a few times. */
+	for (tries = 0; tries < 8; tries++) {
+		n = ioctl(ctl, LOOP_CTL_GET_FREE);
+		if (n < 0) {
+			fail(errno, "get a free loop device for %s", file);
+			break;
+		}
+		lfd = open_loop(n);
+		if (lfd < 0)
+			break;
+		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
+			break;
+		e = errno;
+		/* kernels before 5.8 lack LOOP_CONFIGURE: the two-step way */
+		if ((e == EINVAL || e == ENOTTY) && ioctl(lfd, LOOP_SET_FD, ffd) == 0) {
+			if (ioctl(lfd, LOOP_SET_STATUS64, &cfg.info) == 0)
+				break;
+			fail(errno, "set status of /dev/loop%d for %s", n, file);
+			if (ioctl(lfd, LOOP_CLR_FD, 0) != 0)
+				msg("could not detach /dev/loop%d: %s", n, strerror(errno));
+			if (close(lfd) != 0)
+				msg("close /dev/loop%d: %s", n, strerror(errno));
+			lfd = -1;
+			break;
+		}
+		fail(e, "attach %s to /dev/loop%d", file, n);
+		if (close(lfd) != 0)
+			msg("close /dev/loop%d: %s", n, strerror(errno));
+		lfd = -1;
+		if (e != EBUSY)
+			break;
+	}
+	if (close(ctl) != 0)
+		msg("close /dev/loop-control: %s", strerror(errno));
+	/* The loop device holds its own reference to the file. */
+	if (close(ffd) != 0)
+		msg("close %s: %s", file, strerror(errno));
+	if (lfd >= 0)
+		*nr = n;
+	return lfd;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int stack_layers(struct plan *p)
+{
+	static char names[MAX_LAYERS * 4][128];
+	const char *list[MAX_LAYERS * 4];
+	char live[PATH_LEN + 16], err[300], dev[32];
+	DIR *d;
+	struct dirent *e;
+	int n = 0, i;
+
+	if (snprintf(live, sizeof(live), "%s/medium/live", p->run_live) >= (int)sizeof(live))
+		return fail(ENAMETOOLONG, "layer directory under %s", p->run_live);
+	d = opendir(live);
+	if (!d)
+		return fail(errno, "open the layer directory %s", live);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(names[0]))
+			continue;
+		if (n == (int)(sizeof(list) / sizeof(list[0]))) {
+			msg("too many files in %s; only the first %d considered", live, n);
+			break;
+		}
+		memcpy(names[n], e->d_name, strlen(e->d_name) + 1);
+		list[n] = names[n];
+		n++;
+	}
+	if (closedir(d) != 0)
+		return fail(errno, "close %s", live);
+	qsort(list, (size_t)n, sizeof(list[0]), by_name);
+	if (plan_set_layers(p, list, n, err, sizeof(err)) < 0)
+		return fail(ENOENT, "choose layers in %s: %s", live, err);
+	for (i = 0; i < p->nlayers; i++) {
+		struct layer *l = &p->layer[i];
+		struct stat st;
+		int lfd;
+
+		if (stat(l->file, &st) != 0)
+			return fail(errno, "stat %s", l->file);
+		l->bytes = (unsigned long long)st.st_size;
+		if (mkdir_p(l->dir, 0755) != 0)
+			return -1;
+		lfd = loop_attach(l->file, &l->loop);
+		if (lfd < 0)
+			return -1;
+		snprintf(dev, sizeof(dev), "/dev/loop%d", l->loop);
+		if (mount(dev, l->dir, "squashfs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0) {
+			int err2 = errno;
+
+			/* autoclear detaches the loop device on this close */
+			if (close(lfd) != 0)
+				msg("close %s: %s", dev, strerror(errno));
+			l->loop = -1;
+			return fail(err2, "mount squashfs %s on %s", l->file, l->dir);
+		}
+		if (close(lfd) != 0)
+			return fail(errno, "close %s", dev);
+		msg("layer %s: %s on %s via %s (%llu bytes)", l->name, l->file, l->dir, dev, l->bytes);
+	}
+	return 0;
+}
+
+int stack_upper(struct plan *p)
+{
+	char dir[PATH_LEN + 16], sub[PATH_LEN + 32], opts[64];
+
+	if (snprintf(dir, sizeof(dir), "%s/upper", p->run_live) >= (int)sizeof(dir))
+		return fail(ENAMETOOLONG, "upper under %s", p->run_live);
+	if (mkdir_p(dir, 0755) != 0)
+		return -1;
+	snprintf(opts, sizeof(opts), "size=%llu,mode=0755", p->upper_bytes);
+	if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
+		return -1;
+	snprintf(sub, sizeof(sub), "%s/upper", dir);
+	if (mkdir(sub, 0755) != 0)
+		return fail(errno, "mkdir %s", sub);
+	snprintf(sub, sizeof(sub), "%s/work", dir);
+	if (mkdir(sub, 0755) != 0)
+		return fail(errno, "mkdir %s", sub);
+	msg("changes go to a tmpfs of %llu MiB at %s", p->upper_bytes >> 20, dir);
+	return 0;
+}
+
+/* The new mount API: no one-page limit on the lowerdir list, and the kernel says why it refused. */
+static int overlay_fsopen(const struct plan *p, const char *upper, const char *work, int *fallback)
+{
+	char why[512];
+	int fs, mnt, i;
+	ssize_t n;
+
+	*fallback = 0;
+	fs = (int)syscall(LIVE_NR_fsopen, "overlay", LIVE_FSOPEN_CLOEXEC);
+	if (fs < 0) {
+		*fallback = errno == ENOSYS;
+		return fail(errno, "fsopen overlay");
+	}
+	for (i = p->nlayers - 1; i >= 0; i--)
+		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", p->layer[i].dir, 0) != 0) {
+			/* "lowerdir+" is 6.8+; older kernels take the option string */
+			*fallback = errno == EINVAL;
+			goto out;
+		}
+	if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
+	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+		goto out;
+	mnt = (int)syscall(LIVE_NR_fsmount, fs, LIVE_FSMOUNT_CLOEXEC, 0);
+	if (mnt < 0)
+		goto out;
+	if (syscall(LIVE_NR_move_mount, mnt, "", AT_FDCWD, p->newroot, LIVE_MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+		int e = errno;
+
+		if (close(mnt) != 0 || close(fs) != 0)
+			msg("close overlay fds: %s", strerror(errno));
+		return fail(e, "move the overlay mount onto %s", p->newroot);
+	}
+	if (close(mnt) != 0 || close(fs) != 0)
+		return fail(errno, "close overlay fds");
+	return 0;
+out:
+	i = errno;
+	/* The kernel's own explanation, e.g. "e overlayfs: failed to resolve '...'" */
+	n = read(fs, why, sizeof(why) - 1);
+	why[n > 0 ? n : 0] = '\0';
+	if (n > 0 && why[n - 1] == '\n')
+		why[n - 1] = '\0';
+	if (close(fs) != 0)
+		msg("close overlay fs context: %s", strerror(errno));
+	return fail(i, "mount overlay on %s%s%s", p->newroot, n > 0 ? " (kernel: " : "", n > 0 ? why : "");
+}
+
+static int overlay_legacy(const struct plan *p, const char *upper, const char *work)
+{
+	static char opts[4096];
+	size_t used;
+	int i, n;
+
+	n = snprintf(opts, sizeof(opts), "lowerdir=");
+	used = (size_t)n;
+	for (i = p->nlayers - 1; i >= 0; i--) {
+		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":", p->layer[i].dir);
+		if (n < 0 || (size_t)n >= sizeof(opts) - used)
+			return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
+		used += (size_t)n;
+	}
+	n = snprintf(opts + used, sizeof(opts) - used, ",upperdir=%s,workdir=%s,xino=on", upper, work);
+	if (n < 0 || (size_t)n >= sizeof(opts) - used)
+		return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
+	return do_mount("overlay", p->newroot, "overlay", 0, opts);
+}
+
+int stack_overlay(struct plan *p)
+{
+	char upper[PATH_LEN + 32], work[PATH_LEN + 32];
+	int fallback = 0, i;
+
+	if (p->nlayers == 0)
+		return fail(ENOENT, "mount overlay on %s: no layers", p->newroot);
+	snprintf(upper, sizeof(upper), "%s/upper/upper", p->run_live);
+	snprintf(work, sizeof(work), "%s/upper/work", p->run_live);
+	if (mkdir_p(p->newroot, 0755) != 0)
+		return -1;
+	if (overlay_fsopen(p, upper, work, &fallback) != 0) {
+		if (!fallback)
+			return -1;
+		dbg("new mount API refused (%s): using mount(2)", strerror(fail_errno()));
+		if (overlay_legacy(p, upper, work) != 0)
+			return -1;
+	}
+	msg("overlay on %s: upper %s, lower (top first):", p->newroot, upper);
+	for (i = p->nlayers - 1; i >= 0; i--)
+		msg("  %s", p->layer[i].dir);
+	return 0;
+}

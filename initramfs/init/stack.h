@@ -1,0 +1,12 @@
+#ifndef LIVE_STACK_H
+#define LIVE_STACK_H
+#include "plan.h"
+
+/* Each returns 0, or -1 with fail() set to what was attempted. */
+int stack_medium(struct plan *p);  /* mount plan->device (iso9660, ro) at run_live/medium */
+int stack_layers(struct plan *p);  /* loop + mount every live/NN-name.squashfs */
+int stack_upper(struct plan *p);   /* tmpfs at run_live/upper with upper/ and work/ */
+int stack_overlay(struct plan *p); /* overlay at newroot */
+/* Attach file read-only to a free loop device; returns an open fd of the loop device, number in *nr. */
+int loop_attach(const char *file, int *nr);
+#endif

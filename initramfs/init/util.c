@@ -1,0 +1,85 @@
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char tmp[512];
+	size_t n = strlen(path), i;
+
+	if (n == 0 || n >= sizeof(tmp))
+		return fail(ENAMETOOLONG, "mkdir %s", path);
+	memcpy(tmp, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (tmp[i] != '/' && tmp[i] != '\0')
+			continue;
+		tmp[i] = '\0';
+		if (mkdir(tmp, mode) != 0 && errno != EEXIST)
+			return fail(errno, "mkdir %s", tmp);
+		tmp[i] = path[i];
+	}
+	return 0;
+}
+
+int do_mount(const char *src, const char *dir, const char *type, unsigned long flags, const char *data)
+{
+	if (mount(src, dir, type, flags, data) == 0)
+		return 0;
+	return fail(errno, "mount %s %s on %s%s%s", type ? type : "(move/bind)", src, dir, data ? " with " : "",
+		    data ? data : "");
+}
+
+int read_text(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	size_t used = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return fail(errno, "open %s", path);
+	while (used + 1 < len && (n = read(fd, buf + used, len - used - 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			if (close(fd) != 0) {
+				/* the read error is the one to report */
+			}
+			return fail(e, "read %s", path);
+		}
+		used += (size_t)n;
+	}
+	buf[used] = '\0';
+	if (close(fd) != 0)
+		return fail(errno, "close %s", path);
+	return (int)used;
+}
+
+int read_meminfo(const char *path, unsigned long long *total, unsigned long long *avail)
+{
+	char buf[4096];
+	const char *p;
+	unsigned long long kb;
+
+	if (read_text(path, buf, sizeof(buf)) < 0)
+		return -1;
+	*total = *avail = 0;
+	p = strstr(buf, "MemTotal:");
+	if (!p || sscanf(p, "MemTotal: %llu kB", &kb) != 1)
+		return fail(EINVAL, "parse MemTotal in %s", path);
+	*total = kb * 1024;
+	p = strstr(buf, "MemAvailable:");
+	if (!p || sscanf(p, "MemAvailable: %llu kB", &kb) != 1)
+		return fail(EINVAL, "parse MemAvailable in %s", path);
+	*avail = kb * 1024;
+	return 0;
+}
