@@ -1,6 +1,7 @@
 #include "cmdline.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -187,17 +188,22 @@ static int set_value(enum key_id k, const char *text, bool has_eq, struct value 
 	return 0;
 }
 
-static void warnf(struct cmdline *c, warn_fn warn, void *ctx, const char *fmt, const char *a, const char *b,
-		  const char *d)
+static void warnf(struct cmdline *c, warn_fn warn, void *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void warnf(struct cmdline *c, warn_fn warn, void *ctx, const char *fmt, ...)
 {
 	char text[VALUE_MAX * 2 + 200];
+	va_list ap;
+	int n;
 
 	c->warnings++;
 	if (!warn)
 		return;
-	if (snprintf(text, sizeof(text), fmt, a, b, d) < 0)
-		return;
-	warn(ctx, text);
+	va_start(ap, fmt);
+	n = vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	if (n >= 0)
+		warn(ctx, text);
 }
 
 static void apply(struct cmdline *c, char *tok, warn_fn warn, void *ctx)
@@ -212,14 +218,14 @@ static void apply(struct cmdline *c, char *tok, warn_fn warn, void *ctx)
 		if (strcmp(name, key_table[k].name) == 0)
 			break;
 	if (k == K_COUNT) {
-		warnf(c, warn, ctx, "unknown key live.%s ignored%s%s", name, "", "");
+		warnf(c, warn, ctx, "unknown key live.%s ignored", name);
 		return;
 	}
 	/* The last occurrence wins, even a bad one: it is reset to the default, so what the user
 	 * wrote last is never silently overridden by an earlier value. */
 	if (set_value((enum key_id)k, val, eq != NULL, &c->v[k]) != 0) {
 		warnf(c, warn, ctx, "live.%s: bad value '%s' (%s), using the default '%s'", name, eq ? val : "(none)",
-		      want_text(key_table[k].type));
+		      want_text(key_table[k].type), key_table[k].def);
 		if (set_value((enum key_id)k, key_table[k].def, true, &c->v[k]) != 0)
 			memset(&c->v[k], 0, sizeof(c->v[k]));
 		c->v[k].set = false;
@@ -237,8 +243,8 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 	memset(out, 0, sizeof(*out));
 	for (k = 0; k < K_COUNT; k++)
 		if (set_value((enum key_id)k, key_table[k].def, true, &out->v[k]) != 0)
-			warnf(out, warn, ctx, "live.%s: built-in default '%s' does not parse%s", key_table[k].name,
-			      key_table[k].def, "");
+			warnf(out, warn, ctx, "live.%s: built-in default '%s' does not parse", key_table[k].name,
+			      key_table[k].def);
 	for (;;) {
 		size_t n = 0;
 		bool quoted = false, too_long = false;
@@ -270,7 +276,7 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 			for (i = 0; i + 1 < sizeof(name) && tok[i] && tok[i] != '='; i++)
 				name[i] = tok[i];
 			name[i] = '\0';
-			warnf(out, warn, ctx, "%s: value too long (at most %s characters), ignored%s", name, "255", "");
+			warnf(out, warn, ctx, "%s: value too long (at most %d characters), ignored", name, VALUE_MAX - 1);
 			continue;
 		}
 		apply(out, tok, warn, ctx);

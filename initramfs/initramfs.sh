@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# Build-host stage: initramfs/init/*.c (musl, static) + Debian busybox-static -> out/initramfs.img.
+# Sourced by build.sh, which provides log, die, hash_of, stage_done, stage_mark, OUT, TOP,
+# SOURCE_DATE_EPOCH, LIVEUNION_VERSION. Everything the image holds is listed in one place:
+# initramfs_list below (the boot-time users of each entry are the init and its rescue shell).
+
+INITRAMFS_BUSYBOX=${INITRAMFS_BUSYBOX:-/bin/busybox}
+INITRAMFS_CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -Os -s
+	-ffunction-sections -fdata-sections -Wl,--gc-sections)
+
+# initramfs_gen_cpio: the kernel's own gen_init_cpio, from the kernel stage; built from the
+# kernel source when that stage did not provide it (e.g. an older kernel stage).
+initramfs_gen_cpio() {
+	local tool=$OUT/kernel/gen_init_cpio src
+	if [ -x "$tool" ]; then
+		printf '%s\n' "$tool"
+		return 0
+	fi
+	src=$(find "$OUT"/kernel -maxdepth 3 -path '*/src-*/usr/gen_init_cpio.c' -print -quit 2>/dev/null || true)
+	[ -n "$src" ] || die "no $tool and no kernel source with usr/gen_init_cpio.c under $OUT/kernel: run the kernel stage first"
+	tool=$OUT/initramfs/gen_init_cpio
+	if [ ! -x "$tool" ] || [ "$src" -nt "$tool" ]; then
+		gcc -O2 -o "$tool" "$src" || die "cannot compile $src"
+	fi
+	printf '%s\n' "$tool"
+}
+
+# initramfs_list INIT BUSYBOX: the gen_init_cpio list, sorted by path, all 0:0 with explicit modes.
+initramfs_list() {
+	local init=$1 busybox=$2 applet
+	{
+		printf 'dir /bin 0755 0 0\n'
+		printf 'dir /dev 0755 0 0\n'
+		# The kernel opens /dev/console for PID 1 before devtmpfs exists.
+		printf 'nod /dev/console 0600 0 0 c 5 1\n'
+		printf 'dir /etc 0755 0 0\n'
+		printf 'dir /newroot 0755 0 0\n'
+		printf 'dir /proc 0755 0 0\n'
+		printf 'dir /run 0755 0 0\n'
+		printf 'dir /sys 0755 0 0\n'
+		printf 'file /init %s 0755 0 0\n' "$init"
+		printf 'file /bin/busybox %s 0755 0 0\n' "$busybox"
+		# Every applet: the rescue shell is where users debug a failed boot, no tool should be missing.
+		"$busybox" --list | while IFS= read -r applet; do
+			case "$applet" in busybox | '' | */*) continue ;; esac
+			printf 'slink /bin/%s busybox 0777 0 0\n' "$applet"
+		done
+	} | LC_ALL=C sort -k2,2 -u
+}
+
+initramfs_build_init() {
+	local dst=$1
+	mkdir -p "$(dirname "$dst")"
+	musl-gcc "${INITRAMFS_CFLAGS[@]}" -DLIVEUNION_VERSION="\"$LIVEUNION_VERSION\"" \
+		-o "$dst.tmp" "$TOP"/initramfs/init/*.c || die "cannot compile the init (initramfs/init/*.c)"
+	mv "$dst.tmp" "$dst"
+}
+
+stage_initramfs() {
+	local h dir img gen list size
+	command -v musl-gcc >/dev/null || need_pkgs musl-tools
+	[ -x "$INITRAMFS_BUSYBOX" ] || die "$INITRAMFS_BUSYBOX missing (Debian package busybox-static)"
+	dir=$OUT/initramfs
+	img=$OUT/initramfs.img
+	mkdir -p "$dir"
+	gen=$(initramfs_gen_cpio)
+	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$INITRAMFS_BUSYBOX" "$gen")" "$SOURCE_DATE_EPOCH" \
+		"$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
+	if stage_done initramfs "$h" && [ -f "$img" ]; then
+		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
+		return 0
+	fi
+	initramfs_build_init "$dir/init"
+	list=$dir/list
+	initramfs_list "$dir/init" "$INITRAMFS_BUSYBOX" >"$list.tmp" || die "cannot write the cpio list"
+	mv "$list.tmp" "$list"
+	# crc32: the kernel's xz decoder does not do crc64/sha256. The kernel allocates the whole dictionary
+	# at boot: 4 MiB is more than the archive, so -9's 64 MiB would only waste RAM. -T1: byte-identical.
+	"$gen" -t "$SOURCE_DATE_EPOCH" "$list" | xz --check=crc32 -9 --lzma2=preset=9,dict=4MiB -T1 -c >"$img.tmp" ||
+		die "cannot build the cpio archive from $list"
+	mv "$img.tmp" "$img"
+	size=$(stat -c %s "$img")
+	[ "$size" -lt $((1536 * 1024)) ] || log "  warning: $img is $size bytes, over the 1.5 MiB target"
+	log "  $img: $size bytes ($(grep -c '^slink' "$list") applet links)"
+	stage_mark initramfs "$h"
+	STAGE_NOTE="$size bytes"
+}

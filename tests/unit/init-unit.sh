@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching),
+# built with gcc, run plain and under ASan+UBSan.
+set -euo pipefail
+export LC_ALL=C
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$TOP/out}
+B=$OUT/tests/init-unit
+SRC=$TOP/initramfs/init
+PURE=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/medium.c")
+mkdir -p "$B"
+pass=0 fail=0
+CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -I"$SRC")
+
+for t in cmdline plan; do
+	for mode in plain asan; do
+		extra=()
+		[ "$mode" = asan ] && extra=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+		bin=$B/init-$t-test-$mode
+		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${PURE[@]}"; then
+			echo "FAIL: build init-$t-test ($mode)"
+			fail=$((fail + 1))
+			continue
+		fi
+		rc=0
+		out=$(ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$bin" 2>&1) || rc=$?
+		summary=$(printf '%s\n' "$out" | tail -1)
+		if [ "$rc" -eq 0 ] && [[ $summary =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
+			pass=$((pass + BASH_REMATCH[1]))
+			echo "ok: init-$t-test ($mode): $summary"
+		else
+			# a crash (sanitizer report) counts as one failure on top of any failed checks
+			[[ $summary =~ ^[0-9]+\ passed,\ ([0-9]+)\ failed$ ]] && fail=$((fail + BASH_REMATCH[1]))
+			fail=$((fail + 1))
+			printf '%s\n' "$out"
+			echo "FAIL: init-$t-test ($mode), exit $rc"
+		fi
+	done
+done
+
+# The whole init must also build for the host (it is how init-stack.sh runs it) and with musl.
+if gcc "${CFLAGS[@]}" -o "$B/init-host" "$SRC"/*.c && "$B/init-host" --help-keys >"$B/keys.txt" &&
+	[ "$(grep -c '^live\.' "$B/keys.txt")" -eq "$(grep -c '^	\[K_[A-Z]*\] = {' "$SRC/cmdline.c")" ]; then
+	pass=$((pass + 1))
+	echo "ok: init builds on the host; --help-keys lists every key of the table"
+else
+	fail=$((fail + 1))
+	echo "FAIL: host build of the init or --help-keys"
+fi
+if command -v musl-gcc >/dev/null; then
+	if musl-gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -Os -o "$B/init-musl" "$SRC"/*.c; then
+		pass=$((pass + 1))
+		echo "ok: init builds with musl-gcc -static"
+	else
+		fail=$((fail + 1))
+		echo "FAIL: musl build of the init"
+	fi
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
