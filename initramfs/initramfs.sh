@@ -6,7 +6,7 @@
 
 INITRAMFS_BUSYBOX=${INITRAMFS_BUSYBOX:-/bin/busybox}
 INITRAMFS_CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -Os -s
-	-ffunction-sections -fdata-sections -Wl,--gc-sections)
+	-ffunction-sections -fdata-sections "-Wl,--gc-sections")
 
 # initramfs_gen_cpio: the kernel's own gen_init_cpio, from the kernel stage; built from the
 # kernel source when that stage did not provide it (e.g. an older kernel stage).
@@ -56,6 +56,7 @@ initramfs_build_init() {
 	mv "$dst.tmp" "$dst"
 }
 
+# shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_initramfs() {
 	local h dir img gen list size
 	command -v musl-gcc >/dev/null || need_pkgs musl-tools

@@ -57,6 +57,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	p->facts = *f;
 	p->upper_bytes = size_resolve(&p->size, f->mem_total);
 	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
+	copy(p->medium_fstype, sizeof(p->medium_fstype), "iso9660");
 }
 
 /* NN-name.squashfs with a name that is safe in an overlay lowerdir list (no ':' ',' '\\'). */

@@ -45,6 +45,7 @@ struct plan {
 	unsigned long long upper_bytes;
 	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
 	char device[PATH_LEN];
+	char medium_fstype[16]; /* iso9660; a host test without iso9660 mounts a stand-in */
 	struct iso_id id;
 	int nlayers;            /* bottom first */
 	struct layer layer[MAX_LAYERS];

@@ -25,9 +25,9 @@ int stack_medium(struct plan *p)
 		return fail(ENAMETOOLONG, "medium mount point under %s", p->run_live);
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
-	if (do_mount(p->device, dir, "iso9660", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0)
+	if (do_mount(p->device, dir, p->medium_fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0)
 		return -1;
-	msg("mounted %s on %s (read-only)", p->device, dir);
+	msg("mounted %s (%s) on %s read-only", p->device, p->medium_fstype, dir);
 	return 0;
 }
 

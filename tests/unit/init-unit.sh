@@ -15,7 +15,7 @@ CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -I"$SRC")
 for t in cmdline plan; do
 	for mode in plain asan; do
 		extra=()
-		[ "$mode" = asan ] && extra=(-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
+		[ "$mode" = asan ] && extra=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 		bin=$B/init-$t-test-$mode
 		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${PURE[@]}"; then
 			echo "FAIL: build init-$t-test ($mode)"

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Host test of the initramfs init's real stacking code: a tiny ISO (live/10-base + live/20-extra
+# squashfs) on a loop device, found through a fake /sys/class/block, stacked under a tmpfs with
+# overlayfs; checks both sides (medium and layers read-only, overlay writable), xino, layer order,
+# live.layers=, live.toram, the "not found" listing and the init check inside the new root.
+# Needs root; runs in a private mount namespace and detaches every loop device it attached.
+set -euo pipefail
+export LC_ALL=C
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$TOP/out}
+if [ "$(id -u)" -ne 0 ]; then
+	echo "init-stack: needs root (loop devices, mounts)"
+	echo "0 passed, 1 failed"
+	exit 1
+fi
+if [ -z "${INIT_STACK_IN_NS:-}" ]; then
+	INIT_STACK_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
+fi
+
+B=$OUT/tests/init-stack
+SRC=$TOP/initramfs/init
+UUID=2026010112345600
+pass=0 fail=0
+tmp=$(mktemp -d /tmp/init-stack.XXXXXX)
+medium_loop=
+medium_sq_loop=
+
+ok() { pass=$((pass + 1)); echo "ok: $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+check() { # check DESCRIPTION COMMAND...
+	local d=$1
+	shift
+	if "$@"; then ok "$d"; else bad "$d"; fi
+}
+
+unstack() {
+	local m
+	# deepest first; squashfs loop devices are autoclear and go with their mounts
+	for m in $(findmnt -rn -o TARGET | grep "^$tmp/" | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m" || true
+	done
+}
+
+cleanup() {
+	local l
+	unstack
+	[ -n "$medium_loop" ] && losetup -d "$medium_loop" 2>/dev/null
+	[ -n "$medium_sq_loop" ] && losetup -d "$medium_sq_loop" 2>/dev/null
+	# anything still pointing into $tmp (a failed run) is ours too
+	for l in $(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) == 1 {print $1}'); do
+		losetup -d "$l" || true
+	done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+mkdir -p "$B"
+mapfile -t init_srcs < <(printf '%s\n' "$SRC"/*.c | grep -v '/main\.c$')
+gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$SRC" -o "$B/init-stack-driver" \
+	"$TOP/tests/unit/init-stack-driver.c" "${init_srcs[@]}"
+
+# The medium: two layers; 20-extra overrides a file of 10-base.
+mkdir -p "$tmp/base/bin" "$tmp/base/sbin" "$tmp/base/etc" "$tmp/extra/etc" "$tmp/iso/live"
+printf '#!/bin/sh\necho fake init\n' >"$tmp/base/bin/fake-init"
+chmod 0755 "$tmp/base/bin/fake-init"
+ln -s /bin/fake-init "$tmp/base/sbin/init" # absolute, like busybox's: must resolve inside the new root
+echo base >"$tmp/base/etc/who"
+echo base-only >"$tmp/base/etc/base-only"
+echo extra >"$tmp/extra/etc/who"
+mksquashfs "$tmp/base" "$tmp/iso/live/10-base.squashfs" -noappend -quiet -all-root >/dev/null
+mksquashfs "$tmp/extra" "$tmp/iso/live/20-extra.squashfs" -noappend -quiet -all-root >/dev/null
+echo "not a layer" >"$tmp/iso/live/README"
+xorriso -as mkisofs -quiet -V LIVEUNION --modification-date="$UUID" -o "$tmp/medium.iso" "$tmp/iso" 2>/dev/null
+medium_loop=$(losetup -f --show -r "$tmp/medium.iso")
+ln=${medium_loop#/dev/}
+
+# A fake /sys/class/block and /dev: our medium, an empty drive, a tiny disk, a non-ISO disk.
+sys=$tmp/sys
+dev=$tmp/dev
+mkdir -p "$sys/$ln" "$sys/sr0" "$sys/vdb" "$sys/vdc" "$dev"
+cat "/sys/class/block/$ln/size" >"$sys/$ln/size"
+ln -s "$medium_loop" "$dev/$ln"
+truncate -s 4096 "$tmp/small.img"
+truncate -s 1M "$tmp/zero.img"
+ln -s "$tmp/small.img" "$dev/vdb"
+ln -s "$tmp/zero.img" "$dev/vdc"
+
+# Discovery always reads the real ISO. A build host whose kernel has no iso9660 (no module either)
+# cannot mount it: there the medium is a squashfs of the same tree, read-only just the same.
+stand_in=()
+medium_type=iso9660
+if ! grep -qw iso9660 /proc/filesystems && ! modprobe -q isofs 2>/dev/null; then
+	mksquashfs "$tmp/iso" "$tmp/medium.sqfs" -noappend -quiet -all-root >/dev/null
+	medium_sq_loop=$(losetup -f --show -r "$tmp/medium.sqfs")
+	stand_in=("squashfs:$medium_sq_loop")
+	medium_type=squashfs
+	echo "note: the host kernel has no iso9660; the medium is mounted from a squashfs stand-in (the guest has iso9660)"
+fi
+
+run=$tmp/run/live
+root=$tmp/newroot
+drive() { "$B/init-stack-driver" "$sys" "$dev" "$run" "$root" "$1" "${stand_in[@]}" >"$tmp/out" 2>&1; }
+same_dev() { local a b; a=$(stat -c %d "$1") && b=$(stat -c %d "$2") && [ -n "$a" ] && [ "$a" = "$b" ]; }
+
+# 1. Wrong UUID: times out and says why each device was rejected.
+if drive "live.medium=UUID=1999-01-01-00-00-00-00 live.timeout=1"; then
+	bad "a wrong UUID must not boot"
+else
+	ok "a wrong UUID fails"
+fi
+o=$(cat "$tmp/out")
+check "listing after the timeout" grep -q 'not found after 1 s; block devices seen:' <<<"$o"
+check "empty drive: cannot open" grep -q '  sr0: cannot open: No such file or directory' <<<"$o"
+check "tiny disk: too small" grep -q '  vdb: too small for ISO9660' <<<"$o"
+check "other disk: not ISO9660" grep -q '  vdc: not ISO9660' <<<"$o"
+check "our disk: label and UUID != wanted" \
+	grep -q "  $ln: label LIVEUNION, UUID $UUID != wanted UUID 1999010100000000" <<<"$o"
+unstack
+
+# 2. The normal boot (UUID with hyphens).
+if drive "live.medium=UUID=2026-01-01-12-34-56-00 live.timeout=5"; then
+	ok "stack built"
+else
+	bad "stack built"
+	cat "$tmp/out"
+fi
+check "medium found on the loop device" grep -q "medium UUID=2026-01-01-12-34-56-00 found on $dev/$ln" "$tmp/out"
+check "overlay mounted on the new root" test "$(findmnt -n -o FSTYPE "$root")" = overlay
+check "overlay has xino=on" grep -q 'xino=on' <<<"$(findmnt -n -o OPTIONS "$root")"
+check "top layer wins" test "$(cat "$root/etc/who")" = extra
+check "lower file readable" test "$(cat "$root/etc/base-only")" = base-only
+check "medium is $medium_type read-only" grep -q "^$medium_type ro" <<<"$(findmnt -n -o FSTYPE,OPTIONS "$run/medium")"
+for d in medium layers/10-base; do
+	if err=$(touch "$run/$d/x" 2>&1); then
+		bad "write to run/live/$d must fail"
+	else
+		check "write to run/live/$d fails with EROFS" grep -q 'Read-only file system' <<<"$err"
+	fi
+done
+check "write to the overlay works" sh -c "echo hi >'$root/new-file' && test \"\$(cat '$root/new-file')\" = hi"
+check "change lands in run/live/upper/upper" test -f "$run/upper/upper/new-file"
+check "changing a lower file works (copy-up)" sh -c "echo changed >'$root/etc/base-only' && grep -q changed '$root/etc/base-only'"
+check "the layer itself is unchanged" test "$(cat "$run/layers/10-base/etc/base-only")" = base-only
+check "same st_dev for lower and new files (xino=on)" same_dev "$root/etc/who" "$root/new-file"
+check "upper is a tmpfs" test "$(findmnt -n -o FSTYPE "$run/upper")" = tmpfs
+for d in medium layers/10-base layers/20-extra upper/upper upper/work; do
+	check "run/live/$d exists" test -d "$run/$d"
+done
+check "plan names the layers bottom first" grep -qx 'layers=10-base,20-extra' "$run/plan"
+check "plan names the device" grep -qx "medium.device=${medium_sq_loop:-$dev/$ln}" "$run/plan"
+check "plan says overlay done" grep -qx 'done=medium,layers,toram,upper,overlay' "$run/plan"
+check "absolute /sbin/init symlink resolved inside the new root" grep -q 'init /sbin/init found' "$tmp/out"
+check "README on the medium ignored" sh -c "! grep -q README '$run/plan'"
+unstack
+
+# 3. live.layers= picks layers; a missing init is reported.
+if drive "live.layers=10-base live.init=/sbin/missing"; then
+	bad "a missing init must be reported"
+else
+	ok "a missing init is reported"
+fi
+check "live.layers=10-base leaves out 20-extra" test "$(cat "$root/etc/who" 2>/dev/null)" = base
+check "missing init named" grep -q 'find /sbin/missing in the new root .*: No such file or directory' "$tmp/out"
+unstack
+
+# 4. live.toram: layers copied to RAM, loop devices moved onto the copies, medium released.
+if drive "live.toram live.timeout=5"; then ok "toram stack built"; else
+	bad "toram stack built"
+	cat "$tmp/out"
+fi
+check "toram progress line" grep -Eq 'toram: [0-9]+ / [0-9]+ MiB \(100%\), [0-9.]+ MB/s' "$tmp/out"
+check "medium released" grep -q 'the medium .* is released' "$tmp/out"
+check "medium no longer mounted" sh -c "test -d '$run/layers/10-base/etc' && ! findmnt '$run/medium' >/dev/null"
+check "layers still readable after the medium is gone" test "$(cat "$root/etc/who")" = extra
+check "loop devices read the RAM copies" grep -q "$run/toram/10-base.squashfs" <<<"$(losetup -n -O BACK-FILE)"
+check "plan records the toram result" grep -q '^toram.result=copied .*medium released' "$run/plan"
+unstack
+losetup -d "$medium_loop" && medium_loop=
+[ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
+check "no loop device left pointing into the test" \
+	test -z "$(losetup -n -O BACK-FILE | grep -F "$tmp/" || true)"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
