@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 #define MAX_SEEN 64
 #define POLL_MS 100
@@ -28,25 +29,25 @@ int probe_device(const char *dev, const struct medium_want *want, struct iso_id 
 	/* Without O_NONBLOCK an empty CD drive says ENOMEDIUM, which is the clue users need. */
 	fd = open(dev, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(reason, rlen, "cannot open: %s", strerror(errno));
+		text_fmt(reason, rlen, "cannot open: %s", strerror(errno));
 		return 0;
 	}
 	n = pread(fd, pvd, sizeof(pvd), PVD_OFFSET);
 	err = errno;
 	if (close(fd) != 0 && n >= 0) {
-		snprintf(reason, rlen, "close: %s", strerror(errno));
+		text_fmt(reason, rlen, "close: %s", strerror(errno));
 		return 0;
 	}
 	if (n < 0) {
-		snprintf(reason, rlen, "read at byte %d: %s", PVD_OFFSET, strerror(err));
+		text_fmt(reason, rlen, "read at byte %d: %s", PVD_OFFSET, strerror(err));
 		return 0;
 	}
 	if (n < (ssize_t)sizeof(pvd)) {
-		snprintf(reason, rlen, "too small for ISO9660 (%zd bytes at byte %d)", n, PVD_OFFSET);
+		text_fmt(reason, rlen, "too small for ISO9660 (%zd bytes at byte %d)", n, PVD_OFFSET);
 		return 0;
 	}
 	if (iso_id_parse(pvd, sizeof(pvd), id) != 0) {
-		snprintf(reason, rlen, "not ISO9660 (no CD001 primary volume descriptor)");
+		text_fmt(reason, rlen, "not ISO9660 (no CD001 primary volume descriptor)");
 		return 0;
 	}
 	return medium_match(want, id, reason, rlen);
@@ -107,11 +108,11 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, s
 		struct iso_id id;
 
 		if (snprintf(dev, sizeof(dev), "%s/%s", devdir, seen[i].name) >= (int)sizeof(dev)) {
-			snprintf(seen[i].reason, sizeof(seen[i].reason), "device path too long");
+			text_fmt(seen[i].reason, sizeof(seen[i].reason), "device path too long");
 			continue;
 		}
 		if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
-			snprintf(p->device, sizeof(p->device), "%s", dev);
+			text_fmt(p->device, sizeof(p->device), "%s", dev);
 			p->id = id;
 			return 1;
 		}

@@ -123,7 +123,7 @@ static int report(const struct plan *p, int step)
 		msg("live.panic: stopping; PID 1 exits and the kernel panics");
 		return -1;
 	}
-	snprintf(why, sizeof(why), "step %s failed; exit to retry it", step_names[step]);
+	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", step_names[step]);
 	if (rescue_shell(why) != 0) {
 		msg("%s: %s; nothing else to do but panic", fail_what(), strerror(fail_errno()));
 		return -1;
@@ -172,7 +172,7 @@ int main(int argc, char **argv)
 		if (p.break_step == i) {
 			char why[64];
 
-			snprintf(why, sizeof(why), "live.break=%s: before step %s", step_names[i], step_names[i]);
+			text_fmt(why, sizeof(why), "live.break=%s: before step %s", step_names[i], step_names[i]);
 			msg("%s", why);
 			if (rescue_shell(why) != 0)
 				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));

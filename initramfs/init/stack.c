@@ -69,7 +69,7 @@ int loop_attach(const char *file, int *nr)
 	cfg.fd = (uint32_t)ffd;
 	/* Read-only so LOOP_CHANGE_FD (toram) is allowed; autoclear so an unmount frees the device. */
 	cfg.info.lo_flags = LIVE_LO_FLAGS_READ_ONLY | LIVE_LO_FLAGS_AUTOCLEAR;
-	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
+	text_fmt((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
 	/* Another process may grab the free device between GET_FREE and configure: retry a few times. */
 	for (tries = 0; tries < 8; tries++) {
 		n = ioctl(ctl, LOOP_CTL_GET_FREE);
@@ -160,7 +160,7 @@ int stack_layers(struct plan *p)
 		lfd = loop_attach(l->file, &l->loop);
 		if (lfd < 0)
 			return -1;
-		snprintf(dev, sizeof(dev), "/dev/loop%d", l->loop);
+		text_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop);
 		if (mount(dev, l->dir, "squashfs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0) {
 			int err2 = errno;
 
@@ -185,13 +185,16 @@ int stack_upper(struct plan *p)
 		return fail(ENAMETOOLONG, "upper under %s", p->run_live);
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
-	snprintf(opts, sizeof(opts), "size=%llu,mode=0755", p->upper_bytes);
+	if (path_fmt(opts, sizeof(opts), "size=%llu,mode=0755", p->upper_bytes) != 0)
+		return -1;
 	if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
 		return -1;
-	snprintf(sub, sizeof(sub), "%s/upper", dir);
+	if (path_fmt(sub, sizeof(sub), "%s/upper", dir) != 0)
+		return -1;
 	if (mkdir(sub, 0755) != 0)
 		return fail(errno, "mkdir %s", sub);
-	snprintf(sub, sizeof(sub), "%s/work", dir);
+	if (path_fmt(sub, sizeof(sub), "%s/work", dir) != 0)
+		return -1;
 	if (mkdir(sub, 0755) != 0)
 		return fail(errno, "mkdir %s", sub);
 	msg("changes go to a tmpfs of %llu MiB at %s", p->upper_bytes >> 20, dir);
@@ -274,8 +277,9 @@ int stack_overlay(struct plan *p)
 
 	if (p->nlayers == 0)
 		return fail(ENOENT, "mount overlay on %s: no layers", p->newroot);
-	snprintf(upper, sizeof(upper), "%s/upper/upper", p->run_live);
-	snprintf(work, sizeof(work), "%s/upper/work", p->run_live);
+	if (path_fmt(upper, sizeof(upper), "%s/upper/upper", p->run_live) != 0 ||
+	    path_fmt(work, sizeof(work), "%s/upper/work", p->run_live) != 0)
+		return -1;
 	if (mkdir_p(p->newroot, 0755) != 0)
 		return -1;
 	if (overlay_fsopen(p, upper, work, &fallback) != 0) {

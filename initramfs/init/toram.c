@@ -91,7 +91,7 @@ static int loop_change(int nr, const char *file)
 	char dev[32];
 	int lfd, ffd, rc = 0;
 
-	snprintf(dev, sizeof(dev), "/dev/loop%d", nr);
+	text_fmt(dev, sizeof(dev), "/dev/loop%d", nr);
 	ffd = open(file, O_RDONLY | O_CLOEXEC);
 	if (ffd < 0)
 		return fail(errno, "open %s", file);
@@ -114,22 +114,25 @@ int stack_toram(struct plan *p)
 	int i;
 
 	if (!p->toram) {
-		snprintf(p->toram_result, sizeof(p->toram_result), "not asked");
+		text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
 		return 0;
 	}
 	if (!plan_toram_fits(p, note, sizeof(note))) {
 		msg("live.toram: %s; booting from the medium instead", note);
-		snprintf(p->toram_result, sizeof(p->toram_result), "skipped: %s", note);
+		text_fmt(p->toram_result, sizeof(p->toram_result), "skipped: %s", note);
 		return 0;
 	}
 	for (i = 0; i < p->nlayers; i++)
 		pr.total += p->layer[i].bytes;
-	snprintf(dir, sizeof(dir), "%s/toram", p->run_live);
-	snprintf(medium, sizeof(medium), "%s/medium", p->run_live);
+	if (path_fmt(dir, sizeof(dir), "%s/toram", p->run_live) != 0 ||
+	    path_fmt(medium, sizeof(medium), "%s/medium", p->run_live) != 0)
+		return -1;
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
 	/* Room for the copies and tmpfs' rounding per file, no more: the rest of RAM stays for the system. */
-	snprintf(opts, sizeof(opts), "size=%llu,mode=0755", pr.total + (unsigned long long)(p->nlayers + 1) * (1 << 20));
+	if (path_fmt(opts, sizeof(opts), "size=%llu,mode=0755",
+		     pr.total + (unsigned long long)(p->nlayers + 1) * (1 << 20)) != 0)
+		return -1;
 	if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
 		return -1;
 	msg("live.toram: copying %d layer(s), %llu MiB, to %s (%s)", p->nlayers, pr.total >> 20, dir, note);
@@ -155,10 +158,10 @@ int stack_toram(struct plan *p)
 	if (umount(medium) != 0) {
 		msg("live.toram: layers are in RAM, but umount %s failed: %s; do not remove the medium", medium,
 		    strerror(errno));
-		snprintf(p->toram_result, sizeof(p->toram_result), "copied; medium still mounted");
+		text_fmt(p->toram_result, sizeof(p->toram_result), "copied; medium still mounted");
 		return 0;
 	}
 	msg("live.toram: layers are in RAM; the medium %s is released and can be removed", p->device);
-	snprintf(p->toram_result, sizeof(p->toram_result), "copied %llu bytes; medium released", pr.total);
+	text_fmt(p->toram_result, sizeof(p->toram_result), "copied %llu bytes; medium released", pr.total);
 	return 0;
 }

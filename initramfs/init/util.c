@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -82,4 +83,29 @@ int read_meminfo(const char *path, unsigned long long *total, unsigned long long
 		return fail(EINVAL, "parse MemAvailable in %s", path);
 	*avail = kb * 1024;
 	return 0;
+}
+
+int path_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= len)
+		return fail(ENAMETOOLONG, "build the path %s", fmt);
+	return 0;
+}
+
+void text_fmt(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (len == 0)
+		return;
+	va_start(ap, fmt);
+	if (vsnprintf(buf, len, fmt, ap) < 0)
+		buf[0] = '\0';
+	va_end(ap);
 }
