@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# summary: boot the ISO as a raw usb-storage disk on xHCI, BIOS; / is overlay, medium read-only, writes land in tmpfs and vanish after reboot
+# shellcheck source=tests/qemu/lib.sh
+. "$(dirname "$0")/lib.sh"
+boot_scenario usb-bios
