@@ -1,0 +1,455 @@
+/* union_lookup.c - the layer stack and name lookup with overlayfs' rules. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include "union.h"
+
+struct lu_union {
+	int n;
+	unsigned ns;
+	int follow;
+	char **path;
+	int *fd;
+	int *root_xwh;
+};
+
+int lu_nlayers(const struct lu_union *u) { return u->n; }
+const char *lu_layer_path(const struct lu_union *u, int layer) { return u->path[layer]; }
+unsigned lu_ns(const struct lu_union *u) { return u->ns; }
+
+int lu_real_path(const struct lu_union *u, int layer, const char *rel, char *buf, size_t sz)
+{
+	int r = snprintf(buf, sz, "%s%s%s", u->path[layer], *rel ? "/" : "", rel);
+
+	if (r < 0 || (size_t)r >= sz)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Read overlay.<what> in the namespaces in use; trusted first, as the kernel
+ * never looks at both. Returns the value length or -1. */
+static ssize_t ov_xattr(const struct lu_union *u, int layer, const char *rel,
+			const char *what, char *val, size_t sz)
+{
+	char p[PATH_MAX], name[64];
+	ssize_t r = -1;
+
+	if (lu_real_path(u, layer, rel, p, sizeof p) < 0)
+		return -1;
+	if (u->ns & LU_NS_TRUSTED) {
+		snprintf(name, sizeof name, "trusted.overlay.%s", what);
+		r = lgetxattr(p, name, val, sz);
+	}
+	if (r < 0 && (u->ns & LU_NS_USER)) {
+		snprintf(name, sizeof name, "user.overlay.%s", what);
+		r = lgetxattr(p, name, val, sz);
+	}
+	return r;
+}
+
+static int dir_opaque(const struct lu_union *u, int layer, const char *rel)
+{
+	char v[8];
+	ssize_t r = ov_xattr(u, layer, rel, "opaque", v, sizeof v);
+
+	return r < 0 ? LU_OPAQUE_NONE : (int)lu_parse_opaque(v, (size_t)r);
+}
+
+struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o,
+			 char *err, size_t errlen)
+{
+	struct lu_union *u;
+	struct stat st;
+	int i;
+
+	if (n < 1 || n > LU_MAX_LAYERS) {
+		snprintf(err, errlen, "need 1..%d layers, got %d", LU_MAX_LAYERS, n);
+		return NULL;
+	}
+	u = calloc(1, sizeof *u);
+	if (!u || !(u->path = calloc((size_t)n, sizeof *u->path)) ||
+	    !(u->fd = calloc((size_t)n, sizeof *u->fd)) ||
+	    !(u->root_xwh = calloc((size_t)n, sizeof *u->root_xwh))) {
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	u->ns = (o && o->ns) ? o->ns : (LU_NS_TRUSTED | LU_NS_USER);
+	u->follow = !(o && o->no_redirect);
+	for (i = 0; i < n; i++)
+		u->fd[i] = -1;
+	u->n = n;
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(layers[i]);
+
+		while (l > 1 && layers[i][l - 1] == '/')
+			l--;
+		u->path[i] = strndup(layers[i], l);
+		if (!u->path[i]) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		u->fd[i] = open(u->path[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (u->fd[i] < 0 || fstat(u->fd[i], &st) < 0) {
+			snprintf(err, errlen, "layer %s: %s", layers[i], strerror(errno));
+			goto fail;
+		}
+		u->root_xwh[i] = dir_opaque(u, i, "") == LU_OPAQUE_X;
+	}
+	return u;
+fail:
+	lu_close(u);
+	return NULL;
+}
+
+void lu_close(struct lu_union *u)
+{
+	int i;
+
+	if (!u)
+		return;
+	for (i = 0; i < u->n; i++) {
+		if (u->fd && u->fd[i] >= 0)
+			close(u->fd[i]);
+		if (u->path)
+			free(u->path[i]);
+	}
+	free(u->path);
+	free(u->fd);
+	free(u->root_xwh);
+	free(u);
+}
+
+void lu_node_free(struct lu_node *n)
+{
+	int i;
+
+	for (i = 0; i < n->ndirs; i++)
+		free(n->dirs[i].rel);
+	free(n->dirs);
+	free(n->rel);
+	memset(n, 0, sizeof *n);
+}
+
+enum hit_kind { HIT_NONE, HIT_WHITEOUT, HIT_NONDIR, HIT_DIR };
+
+struct hit {
+	enum hit_kind kind;
+	struct stat st;
+	int opaque;              /* LU_OPAQUE_* of a directory */
+	int redirect;            /* -1 none/invalid, 0 relative, 1 absolute */
+	char target[PATH_MAX];
+};
+
+/* Look one layer entry up: what it is, and for a directory its overlay marks. */
+static int probe(const struct lu_union *u, int layer, const char *rel, int parent_xwh,
+		 int want_redirect, struct hit *h)
+{
+	char v[PATH_MAX];
+	ssize_t r;
+
+	h->kind = HIT_NONE;
+	h->opaque = LU_OPAQUE_NONE;
+	h->redirect = -1;
+	if (fstatat(u->fd[layer], *rel ? rel : ".", &h->st, AT_SYMLINK_NOFOLLOW) < 0)
+		return (errno == ENOENT || errno == ENOTDIR) ? 0 : -errno;
+	if (S_ISDIR(h->st.st_mode)) {
+		h->kind = HIT_DIR;
+		h->opaque = dir_opaque(u, layer, rel);
+		if (want_redirect && h->opaque != LU_OPAQUE_Y) {
+			r = ov_xattr(u, layer, rel, "redirect", v, sizeof v);
+			if (r >= 0) {
+				h->redirect = lu_parse_redirect(v, (size_t)r, h->target, sizeof h->target);
+				if (h->redirect < 0)
+					return -EINVAL;   /* the kernel refuses the lookup too */
+			}
+		}
+		return 0;
+	}
+	/* Lookups honour the xattr whiteout in any directory (overlayfs 6.x does);
+	 * only readdir restricts the check to directories marked opaque=x. */
+	(void)parent_xwh;
+	r = -1;
+	if (S_ISREG(h->st.st_mode) && h->st.st_size == 0)
+		r = ov_xattr(u, layer, rel, "whiteout", v, sizeof v);
+	h->kind = lu_is_whiteout(&h->st, r >= 0, 1) ? HIT_WHITEOUT : HIT_NONDIR;
+	return 0;
+}
+
+static int join(char *buf, size_t sz, const char *a, const char *b)
+{
+	int r = snprintf(buf, sz, "%s%s%s", a, *a ? "/" : "", b);
+
+	return (r < 0 || (size_t)r >= sz) ? -ENAMETOOLONG : 0;
+}
+
+/* An absolute redirect is looked up from a layer's root, one component at a time;
+ * the intermediate components must be directories. As in overlayfs, a redirect
+ * on an intermediate directory rewrites the name that lower layers will look up
+ * (ABS, in place) while this layer goes on with the remaining components.
+ * *STOP is set when no lower layer may be consulted after this one. */
+static int probe_abs(const struct lu_union *u, int layer, char *abs, size_t abssz, int want_redirect,
+		     struct hit *h, char *rel, size_t relsz, int *stop)
+{
+	char part[NAME_MAX + 1], next[PATH_MAX], nabs[PATH_MAX];
+	size_t len = strlen(abs), rem = len, start, plen;
+	int xwh = u->root_xwh[layer], r;
+	struct hit *mid = malloc(sizeof *mid);
+
+	if (!mid)
+		return -ENOMEM;
+	rel[0] = '\0';
+	/* counting from the end, because a redirect may change the prefix */
+	for (;;) {
+		len = strlen(abs);
+		start = len - rem;
+		while (start < len && abs[start] == '/')
+			start++;
+		plen = strcspn(abs + start, "/");
+		if (plen > NAME_MAX) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		memcpy(part, abs + start, plen);
+		part[plen] = '\0';
+		if ((r = join(next, sizeof next, rel, part)) < 0)
+			break;
+		if (strlen(next) >= relsz) {
+			r = -ENAMETOOLONG;
+			break;
+		}
+		strcpy(rel, next);
+		if (!abs[start + plen]) {
+			r = probe(u, layer, rel, xwh, want_redirect, h);
+			break;
+		}
+		if ((r = probe(u, layer, rel, xwh, want_redirect, mid)) < 0)
+			break;
+		if (mid->kind != HIT_DIR) {
+			h->kind = HIT_NONE;
+			if (mid->kind != HIT_NONE)
+				*stop = 1;
+			break;
+		}
+		if (mid->opaque == LU_OPAQUE_Y)
+			*stop = 1;
+		xwh = mid->opaque == LU_OPAQUE_X;
+		rem = len - (start + plen);   /* what follows this component, from its '/' */
+		if (mid->redirect >= 0) {
+			const char *post = abs + start + plen;
+			int n = mid->redirect == 1 ?
+				snprintf(nabs, sizeof nabs, "%s%s", mid->target, post) :
+				snprintf(nabs, sizeof nabs, "%.*s%s%s", (int)start, abs, mid->target, post);
+			if (n < 0 || (size_t)n >= sizeof nabs || (size_t)n >= abssz) {
+				r = -ENAMETOOLONG;
+				break;
+			}
+			strcpy(abs, nabs);
+			if (mid->redirect == 1)
+				*stop = 0;   /* an absolute redirect below an opaque ancestor goes on */
+		}
+	}
+	free(mid);
+	return r;
+}
+
+static int add_contrib(struct lu_node *out, int layer, const char *rel, int xwh)
+{
+	struct lu_contrib *c = realloc(out->dirs, (size_t)(out->ndirs + 1) * sizeof *c);
+
+	if (!c)
+		return -ENOMEM;
+	out->dirs = c;
+	c[out->ndirs].layer = layer;
+	c[out->ndirs].xwh = xwh;
+	c[out->ndirs].rel = strdup(rel);
+	if (!c[out->ndirs].rel)
+		return -ENOMEM;
+	out->ndirs++;
+	return 0;
+}
+
+/* NAME inside the merged directory P. */
+int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name,
+		    struct lu_node *out)
+{
+	char cur[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
+	int ci = 0, next_layer = 0, absolute = 0, found = 0, stop = 0, r, layer, xwh;
+	struct hit *h = malloc(sizeof *h);
+
+	memset(out, 0, sizeof *out);
+	if (!h)
+		return -ENOMEM;
+	if (!p->ndirs) {
+		r = -ENOTDIR;
+		goto done;
+	}
+	if (strlen(name) >= sizeof cur) {
+		r = -ENAMETOOLONG;
+		goto done;
+	}
+	strcpy(cur, name);
+	for (;;) {
+		if (!absolute) {
+			if (ci >= p->ndirs)
+				break;
+			layer = p->dirs[ci].layer;
+			xwh = p->dirs[ci].xwh;
+			if ((r = join(rel, sizeof rel, p->dirs[ci].rel, cur)) < 0)
+				goto done;
+			ci++;
+			r = probe(u, layer, rel, xwh, u->follow && layer + 1 < u->n, h);
+		} else {
+			if (next_layer >= u->n)
+				break;
+			layer = next_layer++;
+			r = probe_abs(u, layer, abs, sizeof abs, u->follow && layer + 1 < u->n, h,
+				      rel, sizeof rel, &stop);
+		}
+		if (r < 0)
+			goto done;
+		if (h->kind == HIT_NONE) {
+			if (stop)
+				break;
+			continue;
+		}
+		if (h->kind == HIT_WHITEOUT)
+			break;
+		if (h->kind == HIT_NONDIR) {
+			if (!found) {
+				out->st = h->st;
+				out->layer = layer;
+				if (!(out->rel = strdup(rel))) {
+					r = -ENOMEM;
+					goto done;
+				}
+				found = 1;
+			}
+			break;   /* a non-directory ends the search, and hides any below */
+		}
+		if (!found) {
+			out->st = h->st;
+			out->layer = layer;
+			if (!(out->rel = strdup(rel))) {
+				r = -ENOMEM;
+				goto done;
+			}
+			found = 1;
+		}
+		if ((r = add_contrib(out, layer, rel, h->opaque == LU_OPAQUE_X)) < 0)
+			goto done;
+		if (h->opaque == LU_OPAQUE_Y) {
+			out->opaque = 1;
+			break;
+		}
+		if (h->redirect == 1) {
+			stop = 0;
+			absolute = 1;
+			next_layer = layer + 1;
+			strcpy(abs, h->target);
+		} else if (h->redirect == 0) {
+			if (absolute) {
+				char *slash = strrchr(abs, '/');
+				size_t keep = slash ? (size_t)(slash - abs) : 0;
+				if (keep + 1 + strlen(h->target) >= sizeof abs) {
+					r = -ENAMETOOLONG;
+					goto done;
+				}
+				abs[keep] = '/';
+				strcpy(abs + keep + 1, h->target);
+			} else {
+				strcpy(cur, h->target);
+			}
+		}
+		if (stop)
+			break;
+	}
+	r = found ? 0 : -ENOENT;
+done:
+	free(h);
+	if (r < 0)
+		lu_node_free(out);
+	return r;
+}
+
+static int root_node(struct lu_union *u, struct lu_node *out)
+{
+	int i, r;
+
+	memset(out, 0, sizeof *out);
+	if (fstat(u->fd[0], &out->st) < 0)
+		return -errno;
+	if (!(out->rel = strdup("")))
+		return -ENOMEM;
+	/* The root merges every layer: overlayfs ignores opaque marks on layer roots. */
+	for (i = 0; i < u->n; i++)
+		if ((r = add_contrib(out, i, "", u->root_xwh[i])) < 0) {
+			lu_node_free(out);
+			return r;
+		}
+	return 0;
+}
+
+int lu_lookup(struct lu_union *u, const char *path, struct lu_node *out)
+{
+	struct lu_node cur, next;
+	char name[NAME_MAX + 1];
+	const char *s = path, *e;
+	int r;
+
+	if ((r = root_node(u, &cur)) < 0)
+		return r;
+	for (;;) {
+		while (*s == '/')
+			s++;
+		if (!*s)
+			break;
+		e = strchrnul(s, '/');
+		if ((size_t)(e - s) > NAME_MAX) {
+			lu_node_free(&cur);
+			return -ENAMETOOLONG;
+		}
+		memcpy(name, s, (size_t)(e - s));
+		name[e - s] = '\0';
+		s = e;
+		if (!strcmp(name, "."))
+			continue;
+		if (!strcmp(name, "..") || !S_ISDIR(cur.st.st_mode)) {
+			lu_node_free(&cur);
+			return !strcmp(name, "..") ? -EINVAL : -ENOTDIR;
+		}
+		r = lu_lookup_child(u, &cur, name, &next);
+		lu_node_free(&cur);
+		if (r < 0)
+			return r;
+		cur = next;
+	}
+	*out = cur;
+	return 0;
+}
+
+int lu_stat(struct lu_union *u, const char *path, struct stat *st)
+{
+	struct lu_node n;
+	int r = lu_lookup(u, path, &n);
+
+	if (r < 0)
+		return r;
+	*st = n.st;
+	lu_node_free(&n);
+	return 0;
+}
+
+int lu_open_node(struct lu_union *u, const struct lu_node *n)
+{
+	int fd = openat(u->fd[n->layer], *n->rel ? n->rel : ".",
+			O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int lu_layer_fd(const struct lu_union *u, int layer) { return u->fd[layer]; }

@@ -1,0 +1,437 @@
+/* union-diff.c - differential test: random layer stacks, merged by the kernel's
+ * overlayfs and by the library (and by `liveunion flatten`), must list the same.
+ * Run as root inside `unshare -m` (it mounts a tmpfs and overlays).
+ * usage: union-diff [-s SEED] [-n COUNT] [-f LIVEUNION] [-F EVERY] [-v] WORKDIR */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include "union-list.h"
+
+enum { OP_DIR, OP_FILE, OP_SYMLINK, OP_HARDLINK, OP_WHITEOUT, OP_XWHITEOUT, OP_OPAQUE,
+       OP_REDIRECT, OP_FIFO, OP_CHR, OP_XATTR, OP_CHMOD, OP_MTIME, OP_KINDS };
+static const char *const opname[] = { "mkdir", "file", "symlink", "hardlink", "whiteout",
+	"xwhiteout", "opaque", "redirect", "fifo", "chr", "xattr", "chmod", "mtime" };
+
+struct op {
+	int layer, kind;
+	unsigned mode;
+	long long t;
+	char path[800], arg[800];
+};
+
+struct stack {
+	int nl, user;           /* layers; 1 = user.overlay.* and userxattr */
+	struct op *op;
+	int nop;
+	unsigned char *skip;    /* ops left out while minimising */
+};
+
+static unsigned long long rng;
+static unsigned rnd(unsigned n)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (unsigned)((rng >> 33) % n);
+}
+
+static char longname[256];
+static const char *const pool[] = { "a", "b", "c", "d", "a", "b", "c", "e", longname, "sp ace",
+	"-dash", "\xc3\xbcn\xc3\xaf", "tab\tname", "nl\nname", "*?[x", "...", ".hid", "back\\slash" };
+#define NPOOL (sizeof pool / sizeof pool[0])
+
+static void rand_path(char *p, size_t sz)
+{
+	int depth = 1 + (int)rnd(3), k = 0;
+
+	p[0] = '\0';
+	for (int i = 0; i < depth; i++) {
+		const char *nm = rnd(4) ? pool[rnd(5)] : pool[rnd(NPOOL)];
+		k += snprintf(p + k, sz - (size_t)k, "%s%s", i ? "/" : "", nm);
+	}
+}
+
+static void gen(struct stack *s)
+{
+	s->nl = 3 + (int)rnd(3);
+	s->user = rnd(4) == 0;
+	s->nop = 0;
+	s->op = calloc(400, sizeof *s->op);
+	s->skip = calloc(400, 1);
+	for (int l = s->nl - 1; l >= 0; l--) {
+		int k = 4 + (int)rnd(18);
+		int firstfile = -1;
+		for (int i = 0; i < k && s->nop < 400; i++) {
+			struct op *o = &s->op[s->nop];
+			o->layer = l;
+			o->kind = (int)rnd(OP_KINDS);
+			if (o->kind == OP_REDIRECT && s->user)
+				o->kind = OP_DIR;   /* userxattr mounts refuse to follow redirects */
+			rand_path(o->path, sizeof o->path);
+			o->mode = rnd(3) ? 0644 : rnd(2) ? 0755 : 04711;
+			o->t = 1000000000LL + rnd(1000000);
+			switch (o->kind) {
+			case OP_FILE:
+				snprintf(o->arg, sizeof o->arg, "content %u of %d", rnd(5), l);
+				if (firstfile < 0)
+					firstfile = s->nop;
+				break;
+			case OP_SYMLINK:
+				snprintf(o->arg, sizeof o->arg, rnd(2) ? "../%s" : "/abs/%s", pool[rnd(NPOOL)]);
+				break;
+			case OP_HARDLINK:
+				if (firstfile < 0)
+					o->kind = OP_FIFO;
+				else
+					strcpy(o->arg, s->op[firstfile].path);
+				break;
+			case OP_REDIRECT:
+				if (rnd(2))
+					snprintf(o->arg, sizeof o->arg, "%s", pool[rnd(5)]);
+				else
+					rand_path(o->arg + 1, sizeof o->arg - 1), o->arg[0] = '/';
+				break;
+			case OP_XATTR:
+				snprintf(o->arg, sizeof o->arg, "user.t%u", rnd(3));
+				break;
+			}
+			s->nop++;
+		}
+	}
+}
+
+static void mkparents(const char *base, const char *path)
+{
+	char p[4096];
+
+	snprintf(p, sizeof p, "%s/%s", base, path);
+	for (char *q = p + strlen(base) + 1; (q = strchr(q, '/')); q++) {
+		*q = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			*q = '/';
+			return;
+		}
+		*q = '/';
+	}
+}
+
+static void ovset(const struct stack *s, const char *p, const char *what, const char *val)
+{
+	char name[64];
+
+	snprintf(name, sizeof name, "%s.overlay.%s", s->user ? "user" : "trusted", what);
+	if (lsetxattr(p, name, val, strlen(val), 0) < 0) {
+		/* best effort: an op that does not apply is simply a no-op */
+	}
+}
+
+/* Apply every op not skipped; an op that cannot apply (a parent is a file,
+ * the link source is gone) does nothing, which keeps minimising simple. */
+static void build(const struct stack *s, const char *dir)
+{
+	char base[4096], p[4096], q[4096];
+
+	for (int l = 0; l < s->nl; l++) {
+		snprintf(base, sizeof base, "%s/l%d", dir, l);
+		if (mkdir(base, 0755) < 0 && errno != EEXIST)
+			perror(base);
+	}
+	for (int i = 0; i < s->nop; i++) {
+		const struct op *o = &s->op[i];
+		struct timespec ts[2];
+		int fd;
+
+		if (s->skip[i])
+			continue;
+		snprintf(base, sizeof base, "%s/l%d", dir, o->layer);
+		snprintf(p, sizeof p, "%s/%s", base, o->path);
+		mkparents(base, o->path);
+		switch (o->kind) {
+		case OP_DIR:
+			if (mkdir(p, 0755) < 0) {}
+			break;
+		case OP_FILE:
+			unlink(p);
+			fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			if (fd >= 0) {
+				if (write(fd, o->arg, strlen(o->arg)) < 0) {}
+				close(fd);
+				if (chmod(p, o->mode) < 0) {}
+			}
+			break;
+		case OP_SYMLINK:
+			if (symlink(o->arg, p) < 0) {}
+			break;
+		case OP_HARDLINK:
+			snprintf(q, sizeof q, "%s/%s", base, o->arg);
+			if (link(q, p) < 0) {}
+			break;
+		case OP_WHITEOUT:
+			if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0) {}
+			break;
+		case OP_XWHITEOUT:
+			fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+			if (fd >= 0) {
+				char par[4096], v[4];
+				close(fd);
+				ovset(s, p, "whiteout", "");
+				snprintf(par, sizeof par, "%s", p);
+				*strrchr(par, '/') = '\0';
+				snprintf(q, sizeof q, "%s.overlay.opaque", s->user ? "user" : "trusted");
+				if (lgetxattr(par, q, v, sizeof v) != 1 || v[0] != 'y')
+					ovset(s, par, "opaque", "x");
+			}
+			break;
+		case OP_OPAQUE:
+			if (mkdir(p, 0755) < 0) {}
+			ovset(s, p, "opaque", "y");
+			break;
+		case OP_REDIRECT:
+			if (mkdir(p, 0755) < 0) {}
+			ovset(s, p, "redirect", o->arg);
+			break;
+		case OP_FIFO:
+			if (mkfifo(p, 0640) < 0) {}
+			break;
+		case OP_CHR:
+			if (mknod(p, S_IFCHR | 0620, makedev(1, 7)) < 0) {}
+			break;
+		case OP_XATTR:
+			if (lsetxattr(p, o->arg, o->path, strlen(o->path) % 40, 0) < 0) {}
+			break;
+		case OP_CHMOD:
+			if (chmod(p, o->mode & 0777) < 0) {}
+			break;
+		case OP_MTIME:
+			ts[0].tv_sec = ts[1].tv_sec = o->t;
+			ts[0].tv_nsec = ts[1].tv_nsec = 0;
+			if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0) {}
+			break;
+		}
+	}
+}
+
+static void shq(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	fputc('\'', f);
+}
+
+static void print_stack(const struct stack *s, FILE *f)
+{
+	fprintf(f, "# stack: %d layers (l0 is the top), %s xattrs\n", s->nl, s->user ? "user" : "trusted");
+	for (int i = 0; i < s->nop; i++) {
+		const struct op *o = &s->op[i];
+		if (s->skip[i])
+			continue;
+		fprintf(f, "l%d %-9s ", o->layer, opname[o->kind]);
+		shq(f, o->path);
+		if (o->arg[0]) {
+			fputc(' ', f);
+			shq(f, o->arg);
+		}
+		if (o->kind == OP_FILE || o->kind == OP_CHMOD)
+			fprintf(f, " mode=%04o", o->kind == OP_CHMOD ? o->mode & 0777 : o->mode);
+		if (o->kind == OP_MTIME)
+			fprintf(f, " t=%lld", o->t);
+		fputc('\n', f);
+	}
+}
+
+static const char *work, *liveunion;
+static int verbose;
+
+static int rm_rf(const char *p)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execlp("rm", "rm", "-rf", p, (char *)NULL);
+		_exit(127);
+	}
+	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+static int run_flatten(const struct stack *s, const char *dir, const char *out)
+{
+	char *argv[16];
+	char lp[8][4200];
+	int a = 0, st;
+	pid_t pid;
+
+	argv[a++] = (char *)liveunion;
+	argv[a++] = "flatten";
+	argv[a++] = s->user ? "--userxattr" : "--trusted";
+	for (int l = 0; l < s->nl; l++) {
+		snprintf(lp[l], sizeof lp[l], "%s/l%d", dir, l);
+		argv[a++] = lp[l];
+	}
+	argv[a++] = "-o";
+	argv[a++] = (char *)out;
+	argv[a] = NULL;
+	if ((pid = fork()) == 0) {
+		execv(liveunion, argv);
+		_exit(127);
+	}
+	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+/* 0 same, 1 mismatch, -1 could not run. Prints the difference when LOUD. */
+static int check(const struct stack *s, int do_flatten, int loud)
+{
+	char dir[4096], mnt[4096], opts[4096], flat[4096], err[256];
+	struct listing kl = { 0 }, ul = { 0 }, fl = { 0 };
+	char *layers[8];
+	int k = 0, res = -1, r;
+	struct lu_opts lo = { s->user ? LU_NS_USER : LU_NS_TRUSTED, s->user };
+	struct lu_union *u = NULL;
+
+	snprintf(dir, sizeof dir, "%s/stack", work);
+	snprintf(mnt, sizeof mnt, "%s/mnt", work);
+	snprintf(flat, sizeof flat, "%s/flat", work);
+	rm_rf(dir);
+	rm_rf(flat);
+	if (mkdir(dir, 0755) < 0 || (mkdir(mnt, 0755) < 0 && errno != EEXIST))
+		return -1;
+	build(s, dir);
+	k = snprintf(opts, sizeof opts, "lowerdir=");
+	for (int l = 0; l < s->nl; l++) {
+		layers[l] = malloc(4200);
+		snprintf(layers[l], 4200, "%s/l%d", dir, l);
+		k += snprintf(opts + k, sizeof opts - (size_t)k, "%s%s", l ? ":" : "", layers[l]);
+	}
+	snprintf(opts + k, sizeof opts - (size_t)k, ",xino=on%s", s->user ? ",userxattr" : ",redirect_dir=follow");
+	if (mount("overlay", mnt, "overlay", MS_RDONLY, opts) < 0) {
+		if (loud)
+			fprintf(stderr, "mount overlay (%s): %s\n", opts, strerror(errno));
+		goto out;
+	}
+	r = list_real(mnt, lo.ns, 0, &kl);
+	if (umount(mnt) < 0)
+		perror("umount");
+	if (r < 0) {
+		if (loud)
+			fprintf(stderr, "listing the kernel's mount: %s\n", strerror(-r));
+		goto out;
+	}
+	if (!(u = lu_open(layers, s->nl, &lo, err, sizeof err))) {
+		fprintf(stderr, "lu_open: %s\n", err);
+		goto out;
+	}
+	res = 0;
+	if ((r = list_union(u, 0, &ul)) < 0) {
+		if (loud)
+			fprintf(stderr, "library listing failed: %s\n", strerror(-r));
+		res = 1;
+	} else if (listing_diff(&kl, &ul, 40, NULL)) {
+		if (loud) {
+			fprintf(stderr, "library differs from the kernel (- kernel, + library):\n");
+			listing_diff(&kl, &ul, 40, stderr);
+		}
+		res = 1;
+	}
+	if (!res && do_flatten && liveunion) {
+		if (run_flatten(s, dir, flat) < 0 || list_real(flat, lo.ns, 0, &fl) < 0) {
+			if (loud)
+				fprintf(stderr, "liveunion flatten failed\n");
+			res = 1;
+		} else if (listing_diff(&kl, &fl, 40, NULL)) {
+			if (loud) {
+				fprintf(stderr, "flatten output differs from the kernel (- kernel, + flatten):\n");
+				listing_diff(&kl, &fl, 40, stderr);
+			}
+			res = 1;
+		}
+	}
+	if (verbose && loud)
+		for (size_t i = 0; i < kl.n; i++)
+			fprintf(stderr, "   %s\n", kl.line[i]);
+out:
+	lu_close(u);
+	listing_free(&kl);
+	listing_free(&ul);
+	listing_free(&fl);
+	for (int l = 0; l < s->nl; l++)
+		free(layers[l]);
+	return res;
+}
+
+static void minimise(struct stack *s, int do_flatten)
+{
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = s->nop - 1; i >= 0; i--) {
+			if (s->skip[i])
+				continue;
+			s->skip[i] = 1;
+			if (check(s, do_flatten, 0) != 1)
+				s->skip[i] = 0;
+		}
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long seed = 1;
+	int count = 500, every = 1, c, pass = 0, fail = 0;
+	char tmp[4096];
+
+	while ((c = getopt(argc, argv, "s:n:f:F:v")) != -1)
+		switch (c) {
+		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'n': count = atoi(optarg); break;
+		case 'f': liveunion = optarg; break;
+		case 'F': every = atoi(optarg); break;
+		case 'v': verbose = 1; break;
+		default:
+			fprintf(stderr, "usage: %s [-s SEED] [-n COUNT] [-f LIVEUNION] [-F EVERY] [-v] WORKDIR\n", argv[0]);
+			return 2;
+		}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "need WORKDIR\n");
+		return 2;
+	}
+	work = argv[optind];
+	memset(longname, 'L', 251);
+	memcpy(longname + 251, "long", 5);
+	if (mount("tmpfs", work, "tmpfs", 0, "mode=0755") < 0) {
+		perror("mount tmpfs (run as root inside unshare -m)");
+		return 2;
+	}
+	for (int i = 0; i < count; i++) {
+		struct stack s;
+		int flat = liveunion && every > 0 && i % every == 0;
+		rng = seed * 1000003ULL + (unsigned long long)i;
+		rnd(2);
+		gen(&s);
+		int r = check(&s, flat, 0);
+		if (r == 0) {
+			pass++;
+		} else {
+			fail++;
+			fprintf(stderr, "FAIL stack %d (seed %llu):\n", i, seed);
+			if (r == 1)
+				minimise(&s, flat);
+			print_stack(&s, stderr);
+			check(&s, flat, 1);
+		}
+		free(s.op);
+		free(s.skip);
+	}
+	snprintf(tmp, sizeof tmp, "%s", work);
+	if (umount2(tmp, MNT_DETACH) < 0)
+		perror("umount tmpfs");
+	printf("union-diff: %d stacks, seed %llu\n", count, seed);
+	printf("%d passed, %d failed\n", pass, fail);
+	return fail ? 1 : 0;
+}
