@@ -236,6 +236,10 @@ boot_scenario() {
 	check overlay-lower-has-10-base out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
 	vm_run "grep ' /run/live/medium ' /proc/mounts"
 	check medium-mounted-ro out_has '^[^ ]+ /run/live/medium [^ ]+ ro[, ]'
+	case "$mode" in # the medium must be the device this mode attached, not some other path to the image
+	cd-*) check medium-is-the-cd out_has '^/dev/sr[0-9]+ ' ;;
+	usb-*) check medium-is-the-usb-disk out_has '^/dev/sd[a-z]+[0-9]* ' ;;
+	esac
 	check medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
 	check medium-write-error-is-read-only out_has 'Read-only file system'
 	check medium-has-no-written-file fails vm_run "test -e /run/live/medium/$token"
