@@ -56,7 +56,7 @@ static int add_rec(struct recs *rs, const char *path, const char *body,
 	rs->r[rs->n].body = strdup(body);
 	rs->r[rs->n].id_dev = dev;
 	rs->r[rs->n].id_ino = ino;
-	rs->r[rs->n].linkable = !S_ISDIR(st->st_mode);
+	rs->r[rs->n].linkable = !S_ISDIR(st->st_mode) && st->st_nlink > 1;
 	if (!rs->r[rs->n].path || !rs->r[rs->n].body)
 		return -ENOMEM;
 	rs->n++;

@@ -1,0 +1,330 @@
+/* cmd_flatten.c - `liveunion flatten LAYER... -o DIR|FILE.squashfs`. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "tool.h"
+
+struct link { dev_t dev; ino_t ino; char *out; };
+
+struct fl {
+	struct lu_union *u;
+	struct link *links;
+	size_t nlinks, caplinks;
+	int root, lost_owner, lost_xattr, lost_dev, errors;
+	FILE *pseudo;            /* non-root squashfs: owners and devices go here */
+	const char *top;
+};
+
+static const char usage_text[] =
+	"usage: " PROG " flatten [--trusted|--userxattr] [--no-redirect] LAYER... -o DIR|FILE.squashfs\n"
+	"Write the merged tree of the layers (top first, as in overlayfs lowerdir=) with owners,\n"
+	"modes, times, xattrs (not overlay's own), hard links, symlinks and device nodes.\n"
+	"A LAYER is a directory, a persistence store (its upper/ is used), or a squashfs/ext4\n"
+	"image: as root images are mounted read-only in a private mount namespace; otherwise a\n"
+	"squashfs is unpacked with unsquashfs (owners/devices/whiteouts in it are lost).\n"
+	"DIR must not exist. FILE.squashfs is made with mksquashfs from a staging directory\n"
+	"beside it; without root, owners and device nodes are passed as pseudo definitions.\n"
+	"Inputs are only read.\n";
+
+static void err(struct fl *f, const char *what, const char *path)
+{
+	fprintf(stderr, PROG " flatten: %s %s: %s\n", what, path, strerror(errno));
+	f->errors++;
+}
+
+static void pseudo_name(FILE *p, const char *rel)
+{
+	fputc('"', p);
+	for (; *rel; rel++) {
+		if (*rel == '"' || *rel == '\\')
+			fputc('\\', p);
+		fputc(*rel, p);
+	}
+	fputc('"', p);
+}
+
+static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
+{
+	char buf[65536];
+	ssize_t r = 0;
+	int in = lu_open_node(f->u, n), o;
+
+	if (in < 0) {
+		errno = -in;
+		return -1;
+	}
+	o = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (o < 0) {
+		close(in);
+		return -1;
+	}
+	while ((r = read(in, buf, sizeof buf)) > 0)
+		if (write(o, buf, (size_t)r) != r) {
+			r = -1;
+			break;
+		}
+	close(in);
+	if (close(o) < 0 || r < 0)
+		return -1;
+	return 0;
+}
+
+/* Owner, mode, xattrs and times, in the order that keeps them: chown clears
+ * set-id bits, so chmod follows it; times go last. */
+static void set_meta(struct fl *f, const struct lu_node *n, const char *real, const char *out,
+		     const char *rel)
+{
+	struct timespec ts[2] = { n->st.st_atim, n->st.st_mtim };
+
+	if (lchown(out, n->st.st_uid, n->st.st_gid) < 0) {
+		if (errno != EPERM)
+			err(f, "chown", out);
+		else if (!f->pseudo)
+			f->lost_owner++;
+	}
+	if (f->pseudo && *rel && !S_ISLNK(n->st.st_mode)) {
+		pseudo_name(f->pseudo, rel + 1);
+		fprintf(f->pseudo, " M %lld %o %u %u\n", (long long)n->st.st_mtim.tv_sec,
+			(unsigned)(n->st.st_mode & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
+	}
+	if (!S_ISLNK(n->st.st_mode) && chmod(out, n->st.st_mode & 07777) < 0)
+		err(f, "chmod", out);
+	if (copy_xattrs(real, out, lu_ns(f->u), &f->lost_xattr) < 0)
+		err(f, "copy xattrs to", out);
+	if (utimensat(AT_FDCWD, out, ts, AT_SYMLINK_NOFOLLOW) < 0)
+		err(f, "set times on", out);
+}
+
+static int seen_link(struct fl *f, const struct lu_node *n, const char *out)
+{
+	for (size_t i = 0; i < f->nlinks; i++)
+		if (f->links[i].dev == n->st.st_dev && f->links[i].ino == n->st.st_ino) {
+			if (link(f->links[i].out, out) < 0)
+				err(f, "hard link", out);
+			return 1;
+		}
+	if (f->nlinks == f->caplinks) {
+		size_t nc = f->caplinks ? f->caplinks * 2 : 64;
+		struct link *nl = realloc(f->links, nc * sizeof *nl);
+		if (!nl)
+			return 0;
+		f->links = nl;
+		f->caplinks = nc;
+	}
+	f->links[f->nlinks].dev = n->st.st_dev;
+	f->links[f->nlinks].ino = n->st.st_ino;
+	if ((f->links[f->nlinks].out = strdup(out)))
+		f->nlinks++;
+	return 0;
+}
+
+static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel);
+
+static void walk(struct fl *f, const struct lu_node *dir, const char *out, const char *rel)
+{
+	struct lu_dir *d = lu_opendir_node(f->u, dir);
+	const struct lu_dirent *e;
+	char o[PATH_MAX], r[PATH_MAX];
+	struct lu_node n;
+	int rc;
+
+	if (!d) {
+		err(f, "read directory", *rel ? rel : "/");
+		return;
+	}
+	while ((e = lu_readdir(d))) {
+		if ((rc = lu_lookup_child(f->u, dir, e->name, &n)) == -ENOENT)
+			continue;   /* an xattr whiteout that readdir may list */
+		snprintf(o, sizeof o, "%s/%s", out, e->name);
+		snprintf(r, sizeof r, "%s/%s", rel, e->name);
+		if (rc < 0) {
+			errno = -rc;
+			err(f, "look up", r);
+			continue;
+		}
+		one(f, &n, o, r);
+		lu_node_free(&n);
+	}
+	if (errno) {
+		errno = errno == ESTALE ? ESTALE : errno;
+		err(f, "directory changed while reading", *rel ? rel : "/");
+	}
+	lu_closedir(d);
+}
+
+static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel)
+{
+	char real[PATH_MAX], target[PATH_MAX];
+	mode_t m = n->st.st_mode;
+	ssize_t len;
+
+	if (lu_real_path(f->u, n->layer, n->rel, real, sizeof real) < 0) {
+		errno = ENAMETOOLONG;
+		err(f, "path", rel);
+		return;
+	}
+	if (!S_ISDIR(m) && n->st.st_nlink > 1 && seen_link(f, n, out))
+		return;
+	if (S_ISDIR(m)) {
+		if (*rel && mkdir(out, 0700) < 0) {
+			err(f, "mkdir", out);
+			return;
+		}
+		walk(f, n, out, rel);
+	} else if (S_ISREG(m)) {
+		if (copy_file(f, n, out) < 0) {
+			err(f, "copy", out);
+			return;
+		}
+	} else if (S_ISLNK(m)) {
+		if ((len = readlink(real, target, sizeof target - 1)) < 0) {
+			err(f, "readlink", real);
+			return;
+		}
+		target[len] = '\0';
+		if (symlink(target, out) < 0) {
+			err(f, "symlink", out);
+			return;
+		}
+	} else if (mknod(out, m, n->st.st_rdev) < 0) {
+		if (errno == EPERM && f->pseudo && (S_ISCHR(m) || S_ISBLK(m))) {
+			pseudo_name(f->pseudo, rel + 1);
+			fprintf(f->pseudo, " %c %lld %o %u %u %u %u\n", S_ISCHR(m) ? 'C' : 'B',
+				(long long)n->st.st_mtim.tv_sec, (unsigned)(m & 07777),
+				(unsigned)n->st.st_uid, (unsigned)n->st.st_gid,
+				major(n->st.st_rdev), minor(n->st.st_rdev));
+			return;
+		}
+		if (errno == EPERM)
+			f->lost_dev++;
+		else
+			err(f, "mknod", out);
+		return;
+	}
+	set_meta(f, n, real, out, rel);
+}
+
+static int mksquashfs(const char *stage, const char *file, const char *pseudo)
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (pseudo)
+			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
+			       "-quiet", "-pf", pseudo, (char *)NULL);
+		else
+			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
+			       "-quiet", (char *)NULL);
+		fprintf(stderr, PROG " flatten: mksquashfs: %s\n", strerror(errno));
+		_exit(127);
+	}
+	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+int cmd_flatten(int argc, char **argv)
+{
+	struct lu_opts o = { 0, 0 };
+	char *layers[LU_MAX_LAYERS], errbuf[512], stage[PATH_MAX], pseudo[PATH_MAX + 8];
+	const char *out = NULL;
+	int n = 0, store, rc = 1, squash;
+	struct fl f = { 0 };
+	struct lu_node root;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help")) {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
+			out = argv[++i];
+		} else if (parse_union_opt(argv[i], &o)) {
+			continue;
+		} else if (argv[i][0] == '-') {
+			fputs(usage_text, stderr);
+			return 2;
+		} else if (n < LU_MAX_LAYERS) {
+			char d[PATH_MAX];
+			if (layer_resolve(argv[i], d, sizeof d, &store) < 0 || !(layers[n] = strdup(d)))
+				goto done;
+			n++;
+		}
+	}
+	if (!n || !out) {
+		fputs(usage_text, stderr);
+		return 2;
+	}
+	squash = strlen(out) > 9 && !strcmp(out + strlen(out) - 9, ".squashfs");
+	f.root = geteuid() == 0;
+	if (!(f.u = lu_open(layers, n, &o, errbuf, sizeof errbuf))) {
+		fprintf(stderr, PROG " flatten: %s\n", errbuf);
+		goto done;
+	}
+	if (squash) {
+		char *slash;
+		snprintf(stage, sizeof stage, "%s", out);
+		slash = strrchr(stage, '/');
+		snprintf(slash ? slash + 1 : stage, sizeof stage - (size_t)(slash ? slash + 1 - stage : 0),
+			 ".liveunion-flatten.XXXXXX");
+		if (!mkdtemp(stage)) {
+			err(&f, "staging directory", stage);
+			goto done;
+		}
+		snprintf(pseudo, sizeof pseudo, "%s.pseudo", stage);
+		if (!f.root && !(f.pseudo = fopen(pseudo, "w"))) {
+			err(&f, "create", pseudo);
+			goto done;
+		}
+	} else {
+		snprintf(stage, sizeof stage, "%s", out);
+		if (mkdir(stage, 0700) < 0) {
+			err(&f, "create output directory", stage);
+			goto done;
+		}
+	}
+	if ((rc = lu_lookup(f.u, "/", &root)) < 0) {
+		errno = -rc;
+		err(&f, "root of", layers[0]);
+		rc = 1;
+		goto done;
+	}
+	one(&f, &root, stage, "");
+	lu_node_free(&root);
+	rc = 1;
+	if (f.pseudo && fclose(f.pseudo) != 0)
+		err(&f, "write", pseudo);
+	if (squash && !f.errors && mksquashfs(stage, out, f.pseudo ? pseudo : NULL) < 0) {
+		fprintf(stderr, PROG " flatten: mksquashfs %s failed\n", out);
+		f.errors++;
+	}
+	if (squash) {
+		char *av[] = { "rm", "-rf", stage, NULL };
+		pid_t pid = fork();
+		if (pid == 0) {
+			execvp(av[0], av);
+			_exit(127);
+		}
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		if (f.pseudo)
+			unlink(pseudo);
+	}
+	if (f.lost_owner || f.lost_dev || f.lost_xattr)
+		fprintf(stderr, PROG " flatten: not root: %d owners, %d device nodes, %d xattrs "
+			"could not be kept\n", f.lost_owner, f.lost_dev, f.lost_xattr);
+	rc = (f.errors || f.lost_owner || f.lost_dev || f.lost_xattr) ? 1 : 0;
+done:
+	lu_close(f.u);
+	for (int i = 0; i < n; i++)
+		free(layers[i]);
+	for (size_t i = 0; i < f.nlinks; i++)
+		free(f.links[i].out);
+	free(f.links);
+	layers_cleanup();
+	return rc;
+}
