@@ -80,6 +80,7 @@ VM_MARK_RUN=0
 vm_tail_log() {
 	vm_note "---- last 40 lines of $VM_LOG ----"
 	tail -n 40 "$VM_LOG" | tr -d '\r' | sed 's/^/| /' >&2
+	[ -s "$VM_LOG" ] || vm_note "(the console printed nothing: the firmware or boot loader never reached the kernel's serial console)"
 	[ -s "$VM_DIR/qemu.err" ] && sed 's/^/qemu: /' "$VM_DIR/qemu.err" >&2
 	vm_note "----"
 }
@@ -134,6 +135,7 @@ vm_login() {
 }
 
 # vm_run CMD [TIMEOUT]: run CMD in the guest shell (stdin /dev/null, stderr merged); output in VM_OUT, returns its status.
+# CMD runs in the current shell (cd and variables persist); it travels as one tty line: keep it under ~4000 bytes.
 vm_run() {
 	local cmd=$1 to=${2:-$VM_WAIT_TIMEOUT} n rc
 	n=$((++VM_SEQ))
