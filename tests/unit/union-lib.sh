@@ -16,7 +16,7 @@ step() { # name command...
 	if "$@"; then pass=$((pass + 1)); echo "ok   $name"
 	else fail=$((fail + 1)); echo "FAIL $name"; fi
 }
-san=(-g -O1 -fsanitize=address,undefined -fno-sanitize-recover=all)
+san=(-g -O1 "-fsanitize=address,undefined" -fno-sanitize-recover=all)
 build_unit() {
 	cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation "${san[@]}" -I"$LIB" -o "$B/union-lib-test" \
 		"$TOP/tests/unit/union-lib-test.c" "$LIB"/union_*.c
