@@ -49,6 +49,17 @@ static void pseudo_name(FILE *p, const char *rel)
 	fputc('"', p);
 }
 
+/* mksquashfs applies a directory's definition only if it comes before its
+ * children's, so this is written before a directory is walked. */
+static void pseudo_meta(struct fl *f, const struct lu_node *n, const char *rel)
+{
+	if (!f->pseudo || !*rel)
+		return;
+	pseudo_name(f->pseudo, rel + 1);
+	fprintf(f->pseudo, " M %lld %o %u %u\n", (long long)n->st.st_mtim.tv_sec,
+		(unsigned)(n->st.st_mode & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
+}
+
 static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
 {
 	char buf[65536];
@@ -77,8 +88,7 @@ static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
 
 /* Owner, mode, xattrs and times, in the order that keeps them: chown clears
  * set-id bits, so chmod follows it; times go last. */
-static void set_meta(struct fl *f, const struct lu_node *n, const char *real, const char *out,
-		     const char *rel)
+static void set_meta(struct fl *f, const struct lu_node *n, const char *real, const char *out)
 {
 	struct timespec ts[2] = { n->st.st_atim, n->st.st_mtim };
 
@@ -87,11 +97,6 @@ static void set_meta(struct fl *f, const struct lu_node *n, const char *real, co
 			err(f, "chown", out);
 		else if (!f->pseudo)
 			f->lost_owner++;
-	}
-	if (f->pseudo && *rel && !S_ISLNK(n->st.st_mode)) {
-		pseudo_name(f->pseudo, rel + 1);
-		fprintf(f->pseudo, " M %lld %o %u %u\n", (long long)n->st.st_mtim.tv_sec,
-			(unsigned)(n->st.st_mode & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
 	}
 	if (!S_ISLNK(n->st.st_mode) && chmod(out, n->st.st_mode & 07777) < 0)
 		err(f, "chmod", out);
@@ -176,6 +181,7 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 			err(f, "mkdir", out);
 			return;
 		}
+		pseudo_meta(f, n, rel);
 		walk(f, n, out, rel);
 	} else if (S_ISREG(m)) {
 		if (copy_file(f, n, out) < 0) {
@@ -207,18 +213,25 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 			err(f, "mknod", out);
 		return;
 	}
-	set_meta(f, n, real, out, rel);
+	if (!S_ISDIR(m))
+		pseudo_meta(f, n, rel);
+	set_meta(f, n, real, out);
 }
 
-static int mksquashfs(const char *stage, const char *file, const char *pseudo)
+static int mksquashfs(const char *stage, const char *file, const char *pseudo, const struct stat *root)
 {
+	char uid[16], gid[16], mode[16];
 	int st;
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		snprintf(uid, sizeof uid, "%u", (unsigned)root->st_uid);
+		snprintf(gid, sizeof gid, "%u", (unsigned)root->st_gid);
+		snprintf(mode, sizeof mode, "%o", (unsigned)(root->st_mode & 07777));
 		if (pseudo)
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
-			       "-quiet", "-pf", pseudo, (char *)NULL);
+			       "-quiet", "-pf", pseudo, "-root-uid", uid, "-root-gid", gid,
+			       "-root-mode", mode, (char *)NULL);
 		else
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
 			       "-quiet", (char *)NULL);
@@ -236,6 +249,7 @@ int cmd_flatten(int argc, char **argv)
 	int n = 0, store, rc = 1, squash;
 	struct fl f = { 0 };
 	struct lu_node root;
+	struct stat rootst;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help")) {
@@ -293,12 +307,17 @@ int cmd_flatten(int argc, char **argv)
 		rc = 1;
 		goto done;
 	}
+	if (!f.root && (lu_ns(f.u) & LU_NS_TRUSTED))
+		fprintf(stderr, PROG " flatten: warning: not root, so trusted.overlay.* xattrs (opaque "
+			"directories, redirects) cannot be read; only stacks marked with user.overlay.* "
+			"(--userxattr) are merged exactly\n");
 	one(&f, &root, stage, "");
+	rootst = root.st;
 	lu_node_free(&root);
 	rc = 1;
 	if (f.pseudo && fclose(f.pseudo) != 0)
 		err(&f, "write", pseudo);
-	if (squash && !f.errors && mksquashfs(stage, out, f.pseudo ? pseudo : NULL) < 0) {
+	if (squash && !f.errors && mksquashfs(stage, out, f.pseudo ? pseudo : NULL, &rootst) < 0) {
 		fprintf(stderr, PROG " flatten: mksquashfs %s failed\n", out);
 		f.errors++;
 	}

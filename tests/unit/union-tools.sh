@@ -1,0 +1,128 @@
+#!/bin/bash
+# End-to-end host tests of `liveunion changes`, `flatten` and `status`: a base of
+# two layers and a persistence store, as directories and as squashfs/ext4 images.
+# Runs as root inside a private mount namespace; writes only a temp dir.
+set -eu -o pipefail
+export LC_ALL=C
+umask 022
+TOP=$(cd "$(dirname "$0")/../.." && pwd)
+OUT=${OUT:-$TOP/out}
+LU=$OUT/liveunion/liveunion
+if [ "$(id -u)" != 0 ]; then echo "needs root"; echo "0 passed, 1 failed"; exit 1; fi
+if [ "${1:-}" != inner ]; then
+	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" >/dev/null
+	exec unshare -m --propagation private "$0" inner
+fi
+T=$(mktemp -d)
+mount -t tmpfs t "$T"
+trap 'umount -R -l "$T"; rmdir "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); echo "ok   $1"; }
+no() { fail=$((fail + 1)); echo "FAIL $1"; }
+expect() { # name, then a command that must succeed
+	local name=$1; shift
+	if "$@"; then ok "$name"; else no "$name"; fi
+}
+setx() { python3 -c 'import os,sys; os.setxattr(sys.argv[1], sys.argv[2], sys.argv[3].encode(), follow_symlinks=False)' "$@"; }
+tree_sum() { # a listing of a tree with content hashes (directory sizes and
+	# sub-second times differ between filesystems, squashfs keeps seconds)
+	(cd "$1" && { find . ! -type d -printf '%p %y %m %U %G %s %Ts %l\n'
+		find . -type d -printf '%p %y %m %U %G %Ts\n'; } | sort &&
+		find . -type f -print0 | sort -z | xargs -0r sha256sum)
+}
+
+cd "$T"
+mkdir -p l1/etc l1/usr/bin l1/var/old l1/keep l0/etc S/upper S/work
+echo root >l1/etc/passwd; echo hosts >l1/etc/hosts; echo tool >l1/usr/bin/tool
+echo x >l1/var/old/x; echo k >l1/keep/k; ln -s etc/hosts l1/link; echo issue >l0/etc/issue
+echo sh >l1/usr/bin/sh; ln l1/usr/bin/sh l1/usr/bin/ash; mknod l1/null c 1 3
+echo name >l1/etc/hostname; setx l1/etc/hostname user.note base
+U=S/upper
+mkdir -p $U/etc $U/usr/bin $U/var/old $U/newdir
+echo hosts2 >$U/etc/hosts; touch -d @1000000000 $U/etc/hosts
+cp -a l1/etc/passwd $U/etc/passwd; chmod 444 $U/etc/passwd
+mknod $U/usr/bin/tool c 0 0
+echo new >$U/new.txt; echo a >$U/newdir/a
+setx $U/var/old trusted.overlay.opaque y; echo fresh >$U/var/old/fresh
+echo nowfile >$U/keep
+ln -s etc/issue $U/link
+touch -r l1/etc $U/etc; touch -r l1/usr/bin $U/usr/bin; touch -r l1/usr $U/usr
+before=$(tree_sum l0; tree_sum l1; tree_sum S)
+
+cat >want.txt <<'W'
+added     /new.txt
+added     /newdir/
+added     /newdir/a
+deleted   /usr/bin/tool
+deleted   /var/old/x
+modified  /etc/hosts (content,metadata)
+modified  /etc/passwd (metadata)
+modified  /link (content)
+replaced  /keep (was a directory)
+replaced  /var/old/ (opaque directory)
+added     /var/old/fresh
+W
+sort want.txt >want.sorted
+"$LU" changes S --lower l0 l1 >got.txt 2>err.txt || true
+sort got.txt >got.sorted
+if diff -u want.sorted got.sorted; then ok "changes lists added, modified, deleted, replaced"
+else no "changes lists added, modified, deleted, replaced"; cat err.txt; fi
+"$LU" changes --machine S --lower l0 l1 >machine.txt
+expect "changes --machine: 4 tab-separated fields" \
+	awk -F'\t' 'NF != 4 { bad = 1 } END { exit bad || NR != 11 }' machine.txt
+expect "changes --machine names kind and type" grep -qP '^deleted\tf\t/usr/bin/tool\t$' machine.txt
+expect "store root and its upper/ give the same answer" \
+	sh -c "'$LU' changes S/upper --lower l0 l1 | sort | cmp -s - got.sorted"
+
+mkdir plain; echo z >plain/z
+if "$LU" changes plain --lower l0 l1 >/dev/null 2>refuse.txt; then no "refuses a non-overlay upper"
+else expect "refuses a non-overlay upper, saying why" grep -q "does not look like an overlay upper" refuse.txt; fi
+expect "--assume-upper accepts it" sh -c "'$LU' changes --assume-upper plain --lower l0 l1 | grep -q '^added     /z$'"
+
+# the same inputs as images
+mksquashfs l1 l1.squashfs -quiet -no-progress >/dev/null
+truncate -s 16M store.img
+mkfs.ext4 -q -d S store.img
+isum=$(sha256sum l1.squashfs store.img)
+"$LU" changes store.img --lower l0 l1.squashfs 2>err.txt | sort >img.sorted || true
+if cmp -s img.sorted got.sorted; then ok "changes on ext4 store image + squashfs layer"
+else no "changes on ext4 store image + squashfs layer"; diff want.sorted img.sorted; cat err.txt; fi
+expect "no loop device left behind" sh -c "! losetup -a | grep -q '$T'"
+
+# flatten: directory and squashfs outputs against the kernel's own merge
+mkdir m
+mount -t overlay o -o "lowerdir=$T/S/upper:$T/l0:$T/l1,xino=on,redirect_dir=follow" m
+"$LU" flatten S l0 l1 -o flat
+expect "flatten to a directory equals the kernel's merge" diff <(tree_sum m) <(tree_sum flat)
+expect "flatten keeps hard links" test "$(stat -c %i flat/usr/bin/sh)" = "$(stat -c %i flat/usr/bin/ash)"
+expect "flatten keeps device nodes" test "$(stat -c %F:%t:%T flat/null)" = "character special file:1:3"
+expect "flatten keeps user xattrs" test "$(python3 -c 'import os; print(os.getxattr("flat/etc/hostname", "user.note").decode())')" = base
+expect "flatten drops overlay's own xattrs" sh -c "! python3 -c 'import os; os.getxattr(\"flat/var/old\", \"trusted.overlay.opaque\")' 2>/dev/null"
+"$LU" flatten S l0 l1.squashfs -o out.squashfs
+mkdir sq; mount -o loop,ro out.squashfs sq
+expect "flatten to squashfs equals the kernel's merge" diff <(tree_sum m) <(tree_sum sq)
+umount sq
+# without root trusted.* xattrs are unreadable: use a store marked the userxattr way
+chmod 755 "$T"; mkdir nob; chown nobody nob
+cp -a S S2
+python3 -c 'import os; os.removexattr("S2/upper/var/old", "trusted.overlay.opaque")'
+setx S2/upper/var/old user.overlay.opaque y
+if setpriv --reuid=nobody --regid=nogroup --clear-groups "$LU" flatten --userxattr S2 l0 l1 -o nob/o.squashfs 2>nob.err; then
+	mount -o loop,ro nob/o.squashfs sq
+	expect "flatten to squashfs without root keeps owners and devices" diff <(tree_sum m) <(tree_sum sq)
+	umount sq
+else no "flatten to squashfs without root"; cat nob.err; fi
+umount m
+expect "flatten refuses an existing output directory" sh -c "! '$LU' flatten l0 l1 -o flat 2>/dev/null"
+expect "inputs were not written" test "$before" = "$(tree_sum l0; tree_sum l1; tree_sum S)"
+expect "image inputs were not written" test "$isum" = "$(sha256sum l1.squashfs store.img)"
+
+# status
+printf 'medium=UUID=2026120300000000\nlayers=10-base\nupper=tmpfs\n' >plan
+expect "status prints the plan" sh -c "'$LU' status --plan plan | grep -q '^  layers  *10-base$'"
+if "$LU" status --plan nothere >/dev/null 2>st.err; then no "status off a live system fails"
+else expect "status off a live system fails clearly" grep -q "not a live system" st.err; fi
+expect "unknown subcommand fails" sh -c "! '$LU' frobnicate 2>/dev/null"
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
