@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "tool.h"
 
@@ -28,8 +29,9 @@ static const char usage_text[] =
 	"A LAYER is a directory, a persistence store (its upper/ is used), or a squashfs/ext4\n"
 	"image: as root images are mounted read-only in a private mount namespace; otherwise a\n"
 	"squashfs is unpacked with unsquashfs (owners/devices/whiteouts in it are lost).\n"
-	"DIR must not exist. FILE.squashfs is made with mksquashfs from a staging directory\n"
-	"beside it; without root, owners and device nodes are passed as pseudo definitions.\n"
+	"DIR must not exist. FILE.squashfs is made with mksquashfs: as root from a staging\n"
+	"directory beside it; without root from pseudo definitions alone (owners, devices,\n"
+	"times; file contents read from the layers), which cannot carry xattrs (reported).\n"
 	"Inputs are only read.\n";
 
 static void err(struct fl *f, const char *what, const char *path)
@@ -47,17 +49,6 @@ static void pseudo_name(FILE *p, const char *rel)
 		fputc(*rel, p);
 	}
 	fputc('"', p);
-}
-
-/* mksquashfs applies a directory's definition only if it comes before its
- * children's, so this is written before a directory is walked. */
-static void pseudo_meta(struct fl *f, const struct lu_node *n, const char *rel)
-{
-	if (!f->pseudo || !*rel)
-		return;
-	pseudo_name(f->pseudo, rel + 1);
-	fprintf(f->pseudo, " M %lld %o %u %u\n", (long long)n->st.st_mtim.tv_sec,
-		(unsigned)(n->st.st_mode & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
 }
 
 static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
@@ -95,7 +86,7 @@ static void set_meta(struct fl *f, const struct lu_node *n, const char *real, co
 	if (lchown(out, n->st.st_uid, n->st.st_gid) < 0) {
 		if (errno != EPERM)
 			err(f, "chown", out);
-		else if (!f->pseudo)
+		else
 			f->lost_owner++;
 	}
 	if (!S_ISLNK(n->st.st_mode) && chmod(out, n->st.st_mode & 07777) < 0)
@@ -130,6 +121,7 @@ static int seen_link(struct fl *f, const struct lu_node *n, const char *out)
 }
 
 static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel);
+static int seen_link(struct fl *f, const struct lu_node *n, const char *out);
 
 static void walk(struct fl *f, const struct lu_node *dir, const char *out, const char *rel)
 {
@@ -163,6 +155,76 @@ static void walk(struct fl *f, const struct lu_node *dir, const char *out, const
 	lu_closedir(d);
 }
 
+static void shell_quote(FILE *p, const char *s)
+{
+	fputc('\'', p);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", p);
+		else
+			fputc(*s, p);
+	fputc('\'', p);
+}
+
+/* Without root the whole tree is described to mksquashfs as pseudo definitions
+ * (owners, devices, times), file contents come from `cat` of the layer file. */
+static void pseudo_one(struct fl *f, const struct lu_node *n, const char *real, const char *rel)
+{
+	char target[PATH_MAX];
+	mode_t m = n->st.st_mode;
+	ssize_t len;
+	const char *r = rel + 1;
+
+	if (!*rel)
+		return;
+	if (strchr(rel, '\n')) {
+		errno = EINVAL;
+		err(f, "pseudo definitions cannot name (newline in name)", rel);
+		return;
+	}
+	if (llistxattr(real, NULL, 0) > 0 && !S_ISLNK(m)) {
+		char buf[4096];
+		size_t pos = 0;
+		const char *nm;
+		ssize_t l = llistxattr(real, buf, sizeof buf);
+		while (l > 0 && (nm = lu_xattr_list_next(buf, (size_t)l, &pos)))
+			if (!lu_xattr_is_private(nm, strlen(nm), lu_ns(f->u))) {
+				f->lost_xattr++;
+				break;
+			}
+	}
+	pseudo_name(f->pseudo, r);
+	if (!S_ISDIR(m) && n->st.st_nlink > 1) {
+		for (size_t i = 0; i < f->nlinks; i++)
+			if (f->links[i].dev == n->st.st_dev && f->links[i].ino == n->st.st_ino) {
+				fputs(" L ", f->pseudo);
+				pseudo_name(f->pseudo, f->links[i].out);
+				fputc('\n', f->pseudo);
+				return;
+			}
+		seen_link(f, n, r);
+	}
+	fprintf(f->pseudo, " %c %lld %o %u %u", S_ISDIR(m) ? 'D' : S_ISREG(m) ? 'F' : S_ISLNK(m) ? 'S' :
+		S_ISCHR(m) ? 'C' : S_ISBLK(m) ? 'B' : 'I', (long long)n->st.st_mtim.tv_sec,
+		(unsigned)(m & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
+	if (S_ISREG(m)) {
+		fputs(" cat ", f->pseudo);
+		shell_quote(f->pseudo, real);
+	} else if (S_ISLNK(m)) {
+		if ((len = readlink(real, target, sizeof target - 1)) < 0) {
+			err(f, "readlink", real);
+			len = 0;
+		}
+		target[len] = '\0';
+		fprintf(f->pseudo, " %s", target);
+	} else if (S_ISCHR(m) || S_ISBLK(m)) {
+		fprintf(f->pseudo, " %u %u", major(n->st.st_rdev), minor(n->st.st_rdev));
+	} else if (!S_ISDIR(m)) {
+		fputs(S_ISFIFO(m) ? " f" : " s", f->pseudo);
+	}
+	fputc('\n', f->pseudo);
+}
+
 static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel)
 {
 	char real[PATH_MAX], target[PATH_MAX];
@@ -174,6 +236,12 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 		err(f, "path", rel);
 		return;
 	}
+	if (f->pseudo) {
+		pseudo_one(f, n, real, rel);
+		if (S_ISDIR(m))
+			walk(f, n, out, rel);
+		return;
+	}
 	if (!S_ISDIR(m) && n->st.st_nlink > 1 && seen_link(f, n, out))
 		return;
 	if (S_ISDIR(m)) {
@@ -181,7 +249,6 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 			err(f, "mkdir", out);
 			return;
 		}
-		pseudo_meta(f, n, rel);
 		walk(f, n, out, rel);
 	} else if (S_ISREG(m)) {
 		if (copy_file(f, n, out) < 0) {
@@ -199,28 +266,18 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 			return;
 		}
 	} else if (mknod(out, m, n->st.st_rdev) < 0) {
-		if (errno == EPERM && f->pseudo && (S_ISCHR(m) || S_ISBLK(m))) {
-			pseudo_name(f->pseudo, rel + 1);
-			fprintf(f->pseudo, " %c %lld %o %u %u %u %u\n", S_ISCHR(m) ? 'C' : 'B',
-				(long long)n->st.st_mtim.tv_sec, (unsigned)(m & 07777),
-				(unsigned)n->st.st_uid, (unsigned)n->st.st_gid,
-				major(n->st.st_rdev), minor(n->st.st_rdev));
-			return;
-		}
 		if (errno == EPERM)
 			f->lost_dev++;
 		else
 			err(f, "mknod", out);
 		return;
 	}
-	if (!S_ISDIR(m))
-		pseudo_meta(f, n, rel);
 	set_meta(f, n, real, out);
 }
 
 static int mksquashfs(const char *stage, const char *file, const char *pseudo, const struct stat *root)
 {
-	char uid[16], gid[16], mode[16];
+	char uid[16], gid[16], mode[16], tm[24];
 	int st;
 	pid_t pid = fork();
 
@@ -228,10 +285,11 @@ static int mksquashfs(const char *stage, const char *file, const char *pseudo, c
 		snprintf(uid, sizeof uid, "%u", (unsigned)root->st_uid);
 		snprintf(gid, sizeof gid, "%u", (unsigned)root->st_gid);
 		snprintf(mode, sizeof mode, "%o", (unsigned)(root->st_mode & 07777));
+		snprintf(tm, sizeof tm, "%lld", (long long)root->st_mtim.tv_sec);
 		if (pseudo)
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
 			       "-quiet", "-pf", pseudo, "-root-uid", uid, "-root-gid", gid,
-			       "-root-mode", mode, (char *)NULL);
+			       "-root-mode", mode, "-root-time", tm, (char *)NULL);
 		else
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
 			       "-quiet", (char *)NULL);
