@@ -74,6 +74,13 @@ expect "changes --machine names kind and type" grep -qP '^deleted\tf\t/usr/bin/t
 expect "store root and its upper/ give the same answer" \
 	sh -c "'$LU' changes S/upper --lower l0 l1 | sort | cmp -s - got.sorted"
 
+# a directory renamed in the live system: overlayfs leaves a redirect and a whiteout
+mkdir -p R/upper R/work R/upper/srv2; mknod R/upper/keep c 0 0
+setx R/upper/srv2 trusted.overlay.redirect /keep
+"$LU" changes R --lower l0 l1 | sort >ren.txt
+printf 'added     /srv2/\nadded     /srv2/k\ndeleted   /keep/\n' >ren.want
+if diff -u ren.want ren.txt; then ok "changes follows a redirect (renamed directory)"
+else no "changes follows a redirect (renamed directory)"; fi
 mkdir plain; echo z >plain/z
 if "$LU" changes plain --lower l0 l1 >/dev/null 2>refuse.txt; then no "refuses a non-overlay upper"
 else expect "refuses a non-overlay upper, saying why" grep -q "does not look like an overlay upper" refuse.txt; fi
@@ -117,6 +124,11 @@ if setpriv --reuid=nobody --regid=nogroup --clear-groups "$LU" flatten --userxat
 	expect "flatten to squashfs without root keeps owners and devices" diff <(tree_sum m) <(tree_sum sq)
 	umount sq
 else no "flatten to squashfs without root"; cat nob.err; fi
+if command -v musl-gcc >/dev/null; then
+	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null
+	"$OUT/liveunion/liveunion.static" flatten S l0 l1 -o flat-static
+	expect "static (musl) binary flattens the same tree" diff <(tree_sum m) <(tree_sum flat-static)
+else no "static (musl) binary: musl-gcc missing (apt-get install -y musl-tools)"; fi
 umount m
 expect "flatten refuses an existing output directory" sh -c "! '$LU' flatten l0 l1 -o flat 2>/dev/null"
 expect "inputs were not written" test "$before" = "$(tree_sum l0; tree_sum l1; tree_sum S)"
