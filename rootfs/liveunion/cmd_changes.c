@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "tool.h"
 
@@ -77,6 +78,18 @@ static void what_differs(struct ch *c, const struct lu_node *a, const struct lu_
 static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb,
 		     int full);
 
+/* A redirected (renamed) directory takes its content from elsewhere below, even
+ * when nothing is found there: compare the whole subtree then. */
+static int has_redirect(struct ch *c, const char *rel)
+{
+	char real[PATH_MAX];
+
+	if (lu_real_path(c->full, 0, rel, real, sizeof real) < 0)
+		return 1;
+	return ((lu_ns(c->full) & LU_NS_TRUSTED) && lgetxattr(real, "trusted.overlay.redirect", NULL, 0) >= 0) ||
+	       ((lu_ns(c->full) & LU_NS_USER) && lgetxattr(real, "user.overlay.redirect", NULL, 0) >= 0);
+}
+
 /* NAME in the directory PATH: FA/FB the directory in the full and base view. */
 static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 		      const struct lu_node *fb, const char *name, int full)
@@ -99,7 +112,7 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 			diff_dir(c, p, &a, NULL, 1);
 	} else if (ra == 0) {
 		int a_dir = S_ISDIR(a.st.st_mode), b_dir = S_ISDIR(b.st.st_mode);
-		int moved = a_dir && a.ndirs > 1 && strcmp(a.dirs[1].rel, p + 1);
+		int moved = a_dir && a.layer == 0 && has_redirect(c, p + 1);
 		if ((a.st.st_mode & S_IFMT) != (b.st.st_mode & S_IFMT)) {
 			report(c, "replaced", a.st.st_mode, p, a_dir ? "was not a directory" :
 			       b_dir ? "was a directory" : "type changed");
@@ -110,8 +123,6 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 				report(c, "replaced", a.st.st_mode, p, "opaque directory");
 			else if (a.layer == 0) {
 				what_differs(c, &a, &b, det, sizeof det);
-				if (moved && !*det)
-					snprintf(det, sizeof det, "renamed");
 				if (*det)
 					report(c, "modified", a.st.st_mode, p, det);
 			}

@@ -288,6 +288,118 @@ static int run_flatten(const struct stack *s, const char *dir, const char *out)
 	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
 }
 
+
+/* Undo the \ooo escapes of listings and of `changes --machine` paths. */
+static void unesc(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] && s[3]) {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+struct pl { char *path, *rest; };
+
+/* path and the describing part without directory mtimes and hard-link groups,
+ * which `changes` does not report */
+static struct pl *split(const struct listing *l)
+{
+	struct pl *v = calloc(l->n + 1, sizeof *v);
+
+	for (size_t i = 0; v && i < l->n; i++) {
+		char *sp = strchr(l->line[i], ' '), *t, *eq;
+		v[i].path = strndup(l->line[i], (size_t)(sp - l->line[i]));
+		unesc(v[i].path);
+		v[i].rest = strdup(sp + 1);
+		if ((eq = strstr(v[i].rest, " =/")))
+			*eq = '\0';
+		if (v[i].rest[0] == 'd' && (t = strstr(v[i].rest, " t="))) {
+			char *end = strchr(t + 1, ' ');
+			memmove(t, end ? end : t + strlen(t), strlen(end ? end : t + strlen(t)) + 1);
+		}
+	}
+	return v;
+}
+
+static const char *find_rest(struct pl *v, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].path, path))
+			return v[i].rest;
+	return NULL;
+}
+
+/* Every path `changes` reports must differ between the two kernel merges, and
+ * every path that differs must be reported, or lie below a reported deleted,
+ * added or replaced directory. Returns the number of violations. */
+static int check_changes(const struct listing *full, const struct listing *base, FILE *rep, int loud)
+{
+	struct pl *f = split(full), *b = split(base);
+	char *rp[4096], line[8192];
+	int nr = 0, bad = 0;
+
+	while (nr < 4096 && fgets(line, sizeof line, rep)) {
+		char *k = strtok(line, "\t"), *ty = strtok(NULL, "\t"), *pa = strtok(NULL, "\t\n");
+		if (!k || !ty || !pa)
+			continue;
+		unesc(pa);
+		rp[nr++] = strdup(pa);
+		const char *x = find_rest(f, full->n, pa), *y = find_rest(b, base->n, pa);
+		if ((x && y && !strcmp(x, y) && strcmp(k, "replaced")) || (!x && !y)) {
+			if (loud)
+				fprintf(stderr, "changes reports %s %s, the kernel merges do not differ there\n", k, pa);
+			bad++;
+		}
+	}
+	for (int pass = 0; pass < 2; pass++) {
+		struct pl *v = pass ? b : f, *w = pass ? f : b;
+		size_t n = pass ? base->n : full->n, m = pass ? full->n : base->n;
+		for (size_t i = 0; i < n; i++) {
+			const char *o = find_rest(w, m, v[i].path);
+			int covered = 0;
+			if (o && !strcmp(o, v[i].rest))
+				continue;
+			for (int j = 0; j < nr && !covered; j++) {
+				size_t l = strlen(rp[j]);
+				covered = !strcmp(rp[j], v[i].path) ||
+					  (!strncmp(rp[j], v[i].path, l) && v[i].path[l] == '/');
+			}
+			if (!covered) {
+				if (loud)
+					fprintf(stderr, "changes misses %s (%s -> %s)\n", v[i].path,
+						pass ? v[i].rest : o ? o : "absent", pass ? "absent" : v[i].rest);
+				bad++;
+			}
+		}
+	}
+	for (int j = 0; j < nr; j++)
+		free(rp[j]);
+	for (size_t i = 0; i < full->n; i++)
+		free(f[i].path), free(f[i].rest);
+	for (size_t i = 0; i < base->n; i++)
+		free(b[i].path), free(b[i].rest);
+	free(f);
+	free(b);
+	return bad;
+}
+
+static FILE *run_changes(const struct stack *s, const char *dir)
+{
+	char cmd[8192];
+	int k = snprintf(cmd, sizeof cmd, "'%s' changes --machine --assume-upper %s '%s/l0' --lower",
+			 liveunion, s->user ? "--userxattr" : "--trusted", dir);
+	for (int l = 1; l < s->nl; l++)
+		k += snprintf(cmd + k, sizeof cmd - (size_t)k, " '%s/l%d'", dir, l);
+	return popen(cmd, "r");
+}
+
 /* 0 same, 1 mismatch, -1 could not run. Prints the difference when LOUD. */
 static int check(const struct stack *s, int do_flatten, int loud)
 {
@@ -354,6 +466,29 @@ static int check(const struct stack *s, int do_flatten, int loud)
 			}
 			res = 1;
 		}
+	}
+	if (!res && do_flatten && liveunion) {
+		/* the same stack read as an upper (l0) over its base: `changes` */
+		struct listing bl = { 0 };
+		FILE *rep;
+		k = snprintf(opts, sizeof opts, "lowerdir=");
+		for (int l = 1; l < s->nl; l++)
+			k += snprintf(opts + k, sizeof opts - (size_t)k, "%s%s", l > 1 ? ":" : "", layers[l]);
+		snprintf(opts + k, sizeof opts - (size_t)k, ",xino=on%s", s->user ? ",userxattr" : ",redirect_dir=follow");
+		if (mount("overlay", mnt, "overlay", MS_RDONLY, opts) < 0 || list_real(mnt, lo.ns, 0, &bl) < 0) {
+			res = -1;
+		} else if ((rep = run_changes(s, dir))) {
+			if (check_changes(&kl, &bl, rep, loud))
+				res = 1;
+			if (pclose(rep) != 0) {
+				if (loud)
+					fprintf(stderr, "liveunion changes failed\n");
+				res = 1;
+			}
+		}
+		if (umount(mnt) < 0 && errno != EINVAL)
+			perror("umount base");
+		listing_free(&bl);
 	}
 	if (verbose && loud)
 		for (size_t i = 0; i < kl.n; i++)
