@@ -1,5 +1,7 @@
 /* union-diff.c - differential test: random layer stacks, merged by the kernel's
- * overlayfs and by the library (and by `liveunion flatten`), must list the same.
+ * overlayfs and by the library (and by `liveunion flatten`), must list the same;
+ * `liveunion changes` of the top layer over the rest must account for exactly
+ * the paths where the two kernel merges (with and without the top) differ.
  * Run as root inside `unshare -m` (it mounts a tmpfs and overlays).
  * usage: union-diff [-s SEED] [-n COUNT] [-f LIVEUNION] [-F EVERY] [-v] WORKDIR */
 #include <errno.h>

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Differential test: 1000 random layer stacks (fixed seed) merged by the kernel's
 # overlayfs in a private mount namespace, by the liveunion library, and by
-# `liveunion flatten`; all three listings must agree. A mismatch prints a
+# `liveunion flatten`; all three listings must agree, and `liveunion changes`
+# must match the difference of two kernel merges. A mismatch prints a
 # minimised reproducing stack. More stacks: bench/union-diff-long.
 set -eu -o pipefail
 export LC_ALL=C
