@@ -322,8 +322,16 @@ int cmd_flatten(int argc, char **argv)
 			return 2;
 		} else if (n < LU_MAX_LAYERS) {
 			char d[PATH_MAX];
+			char why[256];
 			if (layer_resolve(argv[i], d, sizeof d, &store) < 0 || !(layers[n] = strdup(d)))
 				goto done;
+			/* with store=1 only the filesystem check applies: FAT and friends
+			 * cannot be an overlay layer at all */
+			if (!layer_looks_like_upper(d, 1, why, sizeof why)) {
+				fprintf(stderr, PROG " flatten: %s is not an overlay layer: %s\n", argv[i], why);
+				n++;
+				goto done;
+			}
 			n++;
 		}
 	}
