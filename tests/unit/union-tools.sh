@@ -86,6 +86,19 @@ if "$LU" changes plain --lower l0 l1 >/dev/null 2>refuse.txt; then no "refuses a
 else expect "refuses a non-overlay upper, saying why" grep -q "does not look like an overlay upper" refuse.txt; fi
 expect "--assume-upper accepts it" sh -c "'$LU' changes --assume-upper plain --lower l0 l1 | grep -q '^added     /z$'"
 
+truncate -s 8M fat.img; mkdir fat
+if ! command -v mkfs.vfat >/dev/null || ! mkfs.vfat -n FAT fat.img >/dev/null ||
+	! mount -o loop fat.img fat 2>/dev/null; then
+	echo "skip FAT refusal checks (no mkfs.vfat or no vfat in this kernel)"
+else
+	mkdir fat/upper fat/work
+	if "$LU" changes fat --lower l0 l1 >/dev/null 2>fat.err; then no "refuses an upper on FAT"
+	else expect "refuses an upper on FAT, saying why" grep -q "FAT" fat.err; fi
+	if "$LU" flatten fat/upper l1 -o fatflat 2>fat.err; then no "flatten refuses a FAT layer"
+	else expect "flatten refuses a FAT layer" grep -q "not an overlay layer" fat.err; fi
+	umount fat
+fi
+
 # the same inputs as images
 mksquashfs l1 l1.squashfs -quiet -no-progress >/dev/null
 truncate -s 16M store.img
