@@ -16,8 +16,10 @@ LIVEUNION_VERSION=$(cat "$TOP/VERSION")
 export TOP OUT JOBS LIVEUNION_VERSION
 
 # Reproducibility: every timestamp in every artefact comes from here.
+# Default: the commit that last set VERSION, so ordinary commits do not rebuild every stage.
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
-	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || echo 1767225600)
+	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct -- VERSION 2>/dev/null || true)
+	SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
 fi
 export SOURCE_DATE_EPOCH
 
@@ -61,8 +63,9 @@ hash_of() {
 }
 
 # A stage is skipped when its stamp records the same input hash and its outputs exist.
-stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2" ]; }
-stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2" >"$OUT/stamps/$1"; }
+# Every artefact embeds SOURCE_DATE_EPOCH, so it is part of every stage's key.
+stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2 $SOURCE_DATE_EPOCH" ]; }
+stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2 $SOURCE_DATE_EPOCH" >"$OUT/stamps/$1"; }
 
 STAGES=(kernel initramfs rootfs iso)
 # shellcheck source=kernel/kernel.sh

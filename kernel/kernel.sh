@@ -33,6 +33,7 @@ kernel_apply_patches() {
 }
 
 # kernel_check_config: every option a fragment sets must survive olddefconfig with that value.
+# shellcheck disable=SC2094 # the config is only read, never written here
 kernel_check_config() {
 	local cfg=$1 frag line key want lost=()
 	for frag in "$TOP"/configs/kernel/*.config; do
@@ -55,6 +56,7 @@ kernel_check_config() {
 	fi
 }
 
+# shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_kernel() {
 	local id h src build mk
 	id=$(kernel_src_id)

@@ -1,0 +1,87 @@
+# shellcheck shell=bash
+# Build-host stage: kernel + initramfs + layers + boot loaders -> out/liveunion.iso, a hybrid image that boots
+# as a CD and as a raw disk, in BIOS mode (isolinux) and UEFI mode (GRUB on an El Torito EFI entry and an appended ESP).
+
+ISO_LABEL=LIVEUNION
+ISO_SYSLINUX=/usr/lib/syslinux/modules/bios
+# Extra layer files (NN-name.squashfs) a profile or a test adds on top of 10-base.
+ISO_EXTRA_LAYERS=${ISO_EXTRA_LAYERS:-}
+GRUB_MODULES="normal configfile search search_fs_uuid search_label iso9660 fat part_gpt part_msdos linux echo test serial terminal efi_gop efi_uga all_video gzio sleep"
+
+# iso_uuid HASH: the 16-digit ISO9660 modification date the init and GRUB look for: the build date plus
+# two digits of the content hash, so two different builds of one day are told apart.
+iso_uuid() {
+	printf '%s%02d' "$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y%m%d%H%M%S)" "$((0x${1:0:4} % 100))"
+}
+
+iso_subst() {
+	sed -e "s|@CMDLINE@|$2|g" -e "s|@VERSION@|$LIVEUNION_VERSION|g" -e "s|@GRUBUUID@|$3|g" "$1"
+}
+
+# iso_esp DIR UUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
+iso_esp() {
+	local d=$1 uuid=$2 grubuuid=$3 efi=$1/bootx64.efi kb
+	iso_subst "$TOP/iso/grub-embed.cfg.in" "" "$grubuuid" >"$d/grub-embed.cfg"
+	touch -d "@$SOURCE_DATE_EPOCH" "$d/grub-embed.cfg"
+	# grub-mkstandalone embeds every module unless told which (FIELD-NOTES: 10 MB otherwise).
+	# shellcheck disable=SC2086 # GRUB_MODULES is a word list on purpose
+	grub-mkstandalone -O x86_64-efi -o "$efi" --locales= --fonts= --themes= \
+		--install-modules="$GRUB_MODULES" --modules="part_gpt part_msdos iso9660 search search_fs_uuid configfile normal" \
+		"boot/grub/grub.cfg=$d/grub-embed.cfg" || die "grub-mkstandalone failed"
+	kb=$(($(du -k "$efi" | cut -f1) + 256))
+	rm -f "$d/efi.img"
+	mkfs.vfat -C -n LIVEUNIEFI -i "${uuid:8:8}" --invariant "$d/efi.img" "$kb" >/dev/null || die "mkfs.vfat of the ESP failed"
+	touch -d "@$SOURCE_DATE_EPOCH" "$efi"
+	export MTOOLS_SKIP_CHECK=1
+	mmd -i "$d/efi.img" ::/EFI ::/EFI/BOOT || die "mmd on the ESP failed"
+	mcopy -m -i "$d/efi.img" "$efi" ::/EFI/BOOT/BOOTX64.EFI || die "mcopy of GRUB to the ESP failed"
+}
+
+# shellcheck disable=SC2034,SC2086 # STAGE_NOTE is read by build.sh; ISO_EXTRA_LAYERS is a word list
+stage_iso() {
+	local h uuid grubuuid cmdline t l
+	h=$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" $ISO_EXTRA_LAYERS \
+		"$TOP/iso" "$TOP/VERSION")
+	if stage_done iso "$h" && [ -f "$OUT/liveunion.iso" ]; then
+		STAGE_NOTE="cached $h"
+		return 0
+	fi
+	uuid=$(iso_uuid "$h")
+	grubuuid="${uuid:0:4}-${uuid:4:2}-${uuid:6:2}-${uuid:8:2}-${uuid:10:2}-${uuid:12:2}-${uuid:14:2}"
+	cmdline="live.medium=UUID=$uuid console=tty0 console=ttyS0,115200n8"
+	t=$OUT/iso/tree
+	rm -rf "$OUT/iso"
+	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$OUT/iso/esp"
+	cp "$OUT/kernel/bzImage" "$t/boot/bzImage"
+	cp "$OUT/initramfs.img" "$t/boot/initramfs.img"
+	cp "$OUT/rootfs/10-base.squashfs" "$t/live/10-base.squashfs"
+	for l in $ISO_EXTRA_LAYERS; do
+		case "$(basename "$l")" in
+		[0-9][0-9]-*.squashfs) cp "$l" "$t/live/" ;;
+		*) die "extra layer $l is not named NN-name.squashfs" ;;
+		esac
+	done
+	cp /usr/lib/ISOLINUX/isolinux.bin "$t/isolinux/"
+	for l in ldlinux.c32 menu.c32 libutil.c32 libcom32.c32; do
+		cp "$ISO_SYSLINUX/$l" "$t/isolinux/" || die "missing $ISO_SYSLINUX/$l (package syslinux-common)"
+	done
+	iso_subst "$TOP/iso/isolinux.cfg.in" "$cmdline" "$grubuuid" >"$t/isolinux/isolinux.cfg"
+	iso_subst "$TOP/iso/grub.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/grub.cfg"
+	iso_esp "$OUT/iso/esp" "$uuid" "$grubuuid"
+	printf '%s\n' "$cmdline" >"$OUT/iso/cmdline"
+	printf '%s\n' "$uuid" >"$OUT/iso/uuid"
+	# SOURCE_DATE_EPOCH makes xorriso fix every file date and the GPT GUIDs; the modification date is our UUID.
+	xorriso -report_about SORRY -as mkisofs -o "$OUT/liveunion.iso.tmp" \
+		-iso-level 3 -full-iso9660-filenames -joliet -joliet-long -rational-rock \
+		-volid "$ISO_LABEL" -appid "liveunion $LIVEUNION_VERSION" -publisher liveunion \
+		--modification-date="$uuid" \
+		-isohybrid-mbr /usr/lib/ISOLINUX/isohdpfx.bin \
+		-eltorito-boot isolinux/isolinux.bin -eltorito-catalog isolinux/boot.cat \
+		-no-emul-boot -boot-load-size 4 -boot-info-table \
+		-eltorito-alt-boot -e --interval:appended_partition_2:all:: -no-emul-boot -isohybrid-gpt-basdat \
+		-append_partition 2 0xef "$OUT/iso/esp/efi.img" \
+		"$t" || die "xorriso failed"
+	mv "$OUT/liveunion.iso.tmp" "$OUT/liveunion.iso"
+	stage_mark iso "$h"
+	STAGE_NOTE="$(du -k "$OUT/liveunion.iso" | cut -f1) KiB, UUID $grubuuid"
+}

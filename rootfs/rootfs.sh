@@ -1,0 +1,77 @@
+# shellcheck shell=bash
+# Build-host stage: the busybox live root -> out/rootfs/10-base.squashfs.
+# The tree is assembled as an ordinary user would (no chown, no mknod): ownership, special modes and
+# device nodes come from mksquashfs pseudo-definitions, so the result does not depend on who builds it.
+
+ROOTFS_BUSYBOX=${ROOTFS_BUSYBOX:-/bin/busybox}
+
+rootfs_tree() {
+	local t=$1 a dir
+	mkdir -p "$t"/{bin,sbin,usr/bin,usr/sbin,usr/lib,etc/rc.d,dev,proc,sys,run,tmp,var/tmp,var/log,root,home,mnt,srv}
+	cp -a "$TOP/rootfs/files/." "$t/"
+	install -m 0755 "$ROOTFS_BUSYBOX" "$t/bin/busybox"
+	# busybox --list-full says where each applet belongs (bin, sbin, usr/bin, usr/sbin).
+	"$ROOTFS_BUSYBOX" --list-full | while read -r a; do
+		[ "$a" = bin/busybox ] && continue
+		dir=$(dirname "$a")
+		ln -sf "$(realpath -m --relative-to="/$dir" /bin/busybox)" "$t/$a"
+	done
+	[ -e "$t/sbin/init" ] || ln -s ../bin/busybox "$t/sbin/init"
+	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
+	cat >"$t/usr/lib/os-release" <<-EOT
+	NAME="liveunion"
+	PRETTY_NAME="liveunion $LIVEUNION_VERSION (busybox live system)"
+	ID=liveunion
+	VERSION_ID=$LIVEUNION_VERSION
+	VERSION="$LIVEUNION_VERSION"
+	HOME_URL="file:///usr/share/doc/liveunion"
+	EOT
+	ln -sf ../usr/lib/os-release "$t/etc/os-release"
+	printf 'liveunion %s live system \\n \\l\n\n' "$LIVEUNION_VERSION" >"$t/etc/issue"
+	cat >"$t/etc/motd" <<-EOT
+
+	Welcome to liveunion $LIVEUNION_VERSION.
+	The root filesystem is a union: read-only layers under a writable upper.
+	The stack is in /run/live (plan, medium, layers, upper).
+
+	EOT
+}
+
+# Pseudo-definitions: every file is root-owned (-all-root); these add modes and nodes a user cannot create.
+rootfs_pseudo() {
+	cat <<-'EOT'
+	/dev m 755 0 0
+	/dev/console c 600 0 0 5 1
+	/dev/null c 666 0 0 1 3
+	/tmp m 1777 0 0
+	/var/tmp m 1777 0 0
+	/root m 700 0 0
+	/etc/shadow m 600 0 0
+	EOT
+}
+
+# shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
+stage_rootfs() {
+	local h t
+	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION")
+	if stage_done rootfs "$h" && [ -f "$OUT/rootfs/10-base.squashfs" ]; then
+		STAGE_NOTE="cached $h"
+		return 0
+	fi
+	# The live system's own command (status, changes, flatten, ...), static so it needs no libraries.
+	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
+	t=$OUT/rootfs/tree
+	rm -rf "$t" "$OUT/rootfs/10-base.squashfs.tmp"
+	mkdir -p "$t"
+	rootfs_tree "$t"
+	rootfs_pseudo >"$OUT/rootfs/pseudo"
+	# Reproducible: fixed times given explicitly (mksquashfs refuses them together with SOURCE_DATE_EPOCH).
+	env -u SOURCE_DATE_EPOCH mksquashfs "$t" "$OUT/rootfs/10-base.squashfs.tmp" -noappend -quiet -no-progress \
+		-comp xz -b 256K -all-root -pf "$OUT/rootfs/pseudo" \
+		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null ||
+		die "mksquashfs of $t failed"
+	mv "$OUT/rootfs/10-base.squashfs.tmp" "$OUT/rootfs/10-base.squashfs"
+	stage_mark rootfs "$h"
+	STAGE_NOTE="$(du -k "$OUT/rootfs/10-base.squashfs" | cut -f1) KiB"
+}
