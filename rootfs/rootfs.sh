@@ -67,8 +67,9 @@ stage_rootfs() {
 	rootfs_tree "$t"
 	rootfs_pseudo >"$OUT/rootfs/pseudo"
 	# Reproducible: fixed times given explicitly (mksquashfs refuses them together with SOURCE_DATE_EPOCH).
+	# zstd, not xz: it decompresses several times faster; under TCG /init to rcS went from 0.69 s to 0.43 s.
 	env -u SOURCE_DATE_EPOCH mksquashfs "$t" "$OUT/rootfs/10-base.squashfs.tmp" -noappend -quiet -no-progress \
-		-comp xz -b 256K -all-root -pf "$OUT/rootfs/pseudo" \
+		-comp zstd -Xcompression-level 19 -b 256K -all-root -pf "$OUT/rootfs/pseudo" \
 		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null ||
 		die "mksquashfs of $t failed"
 	mv "$OUT/rootfs/10-base.squashfs.tmp" "$OUT/rootfs/10-base.squashfs"
