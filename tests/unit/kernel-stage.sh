@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# summary: the kernel stage stops with the patch and file names when a patch does not apply, and names every
+# fragment option that olddefconfig dropped; a clean tree takes the whole series.
+set -uo pipefail
+export LC_ALL=C
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { echo "ok $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+
+# The stage functions, with build.sh's die/log, in a subshell per case so die's exit stays contained.
+stage() {
+	(
+		OUT=$work/out
+		# shellcheck disable=SC2317 # called by the sourced stage functions
+		log() { :; }
+		# shellcheck disable=SC2317 # called by the sourced stage functions
+		die() { printf 'DIE %s\n' "$*"; exit 1; }
+		# shellcheck source=kernel/kernel.sh
+		. "$TOP/kernel/kernel.sh"
+		"$@"
+	) 2>&1
+}
+
+# A tree holding exactly the files the series touches, taken from the real source.
+src=$(find "$TOP/out/kernel" -maxdepth 1 -name 'src-*' -type d 2>/dev/null | head -n 1)
+src=${src:+$src/}
+if [ -z "$src" ]; then
+	mkdir -p "$work/orig"
+	tar -xf /usr/src/linux-source-6.12.tar.xz -C "$work/orig" --strip-components=1 --wildcards '*/fs/overlayfs/super.c'
+	src=$work/orig/
+fi
+mkdir -p "$work/good/fs/overlayfs"
+# The unpatched file: reverse the series on a copy when the cached tree is already patched.
+cp "${src}fs/overlayfs/super.c" "$work/good/fs/overlayfs/super.c"
+if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c"; then
+	patch -s -R -d "$work/good" -p1 <"$TOP/kernel/patches/0001-ovl-statfs-upper-namelen.patch"
+fi
+cp -a "$work/good" "$work/broken"
+sed -i 's/buf->f_namelen = ofs->namelen;/buf->f_namelen = 255;/' "$work/broken/fs/overlayfs/super.c"
+
+out=$(stage kernel_apply_patches "$work/good")
+if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" && ! grep -q DIE <<<"$out"; then
+	ok "series applies to the Debian 6.12 source"
+else
+	bad "series applies to the Debian 6.12 source: $out"
+fi
+
+cp "$work/broken/fs/overlayfs/super.c" "$work/broken-before"
+out=$(stage kernel_apply_patches "$work/broken")
+if grep -q 'DIE patch 0001-ovl-statfs-upper-namelen.patch does not apply' <<<"$out" &&
+	grep -q 'fs/overlayfs/super.c' <<<"$out"; then
+	ok "a patch that does not apply stops the build naming the patch and the file"
+else
+	bad "a patch that does not apply stops the build naming the patch and the file: $out"
+fi
+if cmp -s "$work/broken/fs/overlayfs/super.c" "$work/broken-before" &&
+	[ -z "$(find "$work/broken" -name '*.rej' -o -name '*.orig')" ]; then
+	ok "a failing patch leaves the tree as it was (no half-applied file, no .rej)"
+else
+	bad "a failing patch leaves the tree as it was (no half-applied file, no .rej)"
+fi
+
+# Config check: a .config that lost one requested option, and one that kept everything.
+cfg=$work/config
+cat "$TOP"/configs/kernel/*.config | grep '^CONFIG_' >"$cfg"
+out=$(stage kernel_check_config "$cfg")
+if [ -z "$out" ]; then ok "a config with every requested option passes"; else bad "a config with every requested option passes: $out"; fi
+sed -i '/^CONFIG_SQUASHFS=y/d' "$cfg"
+out=$(stage kernel_check_config "$cfg")
+if grep -q 'CONFIG_SQUASHFS=y (from 20-filesystems.config' <<<"$out" && grep -q 'DIE 1 kernel option' <<<"$out"; then
+	ok "a dropped option (CONFIG_SQUASHFS) is named with its fragment"
+else
+	bad "a dropped option (CONFIG_SQUASHFS) is named with its fragment: $out"
+fi
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
