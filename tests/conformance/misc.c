@@ -1,0 +1,266 @@
+/* mmap across copy-up, directory rename (redirect_dir or EXDEV), statfs, NAME_MAX, st_dev/st_ino. */
+#include "unionconf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OVERLAYFS_MAGIC 0x794c7630
+
+extern char **environ;
+
+static void mmap_checks(void)
+{
+	char b[4];
+	char *m;
+	int fd1, fd2, fd;
+
+	/* A MAP_SHARED map of the lower file, then a write through another fd copies the file up. */
+	if (want("mmap.shared-lower-then-write") || want("mmap.read-fd-after-copyup")) {
+		if ((fd1 = open(fx("mm/shared"), O_RDONLY | O_CLOEXEC)) < 0 ||
+		    (m = mmap(NULL, 8192, PROT_READ, MAP_SHARED, fd1, 0)) == MAP_FAILED) {
+			fail("mmap.shared-lower-then-write", "open+mmap mm/shared: %s", strerror(errno));
+			return;
+		}
+		if (m[0] != 'L' || (fd2 = open(fx("mm/shared"), O_RDWR | O_CLOEXEC)) < 0 || pwrite(fd2, "NEW", 3, 0) != 3 ||
+		    close(fd2) != 0)
+			fail("mmap.shared-lower-then-write", "write through a second fd: %s", strerror(errno));
+		else if (memcmp(m, "NEW", 3) == 0)
+			ok("mmap.shared-lower-then-write");
+		else
+			known_limit("mmap.shared-lower-then-write", "a MAP_SHARED map made before copy-up still shows the "
+				    "lower data after a write through another fd (overlayfs maps the lower file's pages)");
+		if (want("mmap.read-fd-after-copyup"))
+			pread(fd1, b, 3, 0) == 3 && memcmp(b, "NEW", 3) == 0
+				? ok("mmap.read-fd-after-copyup")
+				: fail("mmap.read-fd-after-copyup", "read(2) on the fd opened before copy-up returns old data");
+		munmap(m, 8192);
+		close(fd1);
+	}
+	if (want("mmap.shared-rw-coherent")) {
+		if ((fd = open(fx("mm/rw"), O_RDWR | O_CLOEXEC)) < 0 ||
+		    (m = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+			fail("mmap.shared-rw-coherent", "open O_RDWR+mmap mm/rw: %s", strerror(errno));
+			return;
+		}
+		m[100] = 'M';
+		fd2 = open(fx("mm/rw"), O_RDWR | O_CLOEXEC);
+		if (msync(m, 8192, MS_SYNC) != 0 || fd2 < 0 || pread(fd2, b, 1, 100) != 1 || b[0] != 'M')
+			fail("mmap.shared-rw-coherent", "a store through the map is not read back through another fd");
+		else if (pwrite(fd2, "P", 1, 200) != 1 || m[200] != 'P')
+			fail("mmap.shared-rw-coherent", "a write through another fd does not show in the map");
+		else
+			ok("mmap.shared-rw-coherent");
+		if (fd2 >= 0)
+			close(fd2);
+		munmap(m, 8192);
+		close(fd);
+	}
+}
+
+static int tree_intact(const char *d)
+{
+	char p[4096], t[16];
+	ssize_t n;
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/sub/deep/c", d);
+	if (stat(p, &st) != 0 || st.st_size != FIX_SIZE)
+		return 0;
+	snprintf(p, sizeof(p), "%s/sub/b", d);
+	if (stat(p, &st) != 0 || st.st_uid != FIX_UID)
+		return 0;
+	snprintf(p, sizeof(p), "%s/link", d);
+	n = readlink(p, t, sizeof(t) - 1);
+	return n == 1 && t[0] == 'a';
+}
+
+static int run_mv(const char *from, const char *to)
+{
+	char *argv[] = { "mv", (char *)from, (char *)to, NULL };
+	pid_t pid;
+	int st;
+
+	if (posix_spawnp(&pid, "mv", NULL, NULL, argv, environ) != 0)
+		return -1;
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static void dir_rename(void)
+{
+	struct stat st;
+
+	if (want("rename.dir-lower")) {
+		if (rename(fx("dirs/tree"), fx("dirs/tree-moved")) == 0) {
+			if (tree_intact(fx("dirs/tree-moved")) && lstat(fx("dirs/tree"), &st) != 0 && errno == ENOENT)
+				ok("rename.dir-lower");
+			else
+				fail("rename.dir-lower", "rename(2) succeeded but the moved tree is incomplete or the old name left");
+			printf("# rename(2) of a lower directory: works (redirect_dir)\n");
+		} else if (errno == EXDEV && !has_opt("redirect_dir=on")) {
+			known_limit("rename.dir-lower", "rename(2) of a directory with lower content returns EXDEV "
+				    "(redirect_dir off); mv and other careful programs copy instead (rename.dir-mv)");
+		} else {
+			fail("rename.dir-lower", "rename(2) of a lower directory: %s", strerror(errno));
+		}
+	}
+	if (want("rename.dir-mv"))
+		run_mv(fx("dirs/mvtree"), fx("dirs/mvtree-moved")) == 0 && lstat(fx("dirs/mvtree"), &st) != 0 &&
+				stat(fx("dirs/mvtree-moved/sub/b"), &st) == 0 && st.st_size == FIX_SIZE
+			? ok("rename.dir-mv")
+			: fail("rename.dir-mv", "mv of a lower directory tree failed or left it incomplete");
+	if (want("rename.dir-upper"))
+		mkdir(fx("rn-u"), 0755) == 0 && mkdir(fx("rn-u/sub"), 0755) == 0 &&
+				rename(fx("rn-u"), fx("rn-u-moved")) == 0 && stat(fx("rn-u-moved/sub"), &st) == 0
+			? ok("rename.dir-upper")
+			: fail("rename.dir-upper", "rename(2) of an upper-only directory: %s", strerror(errno));
+}
+
+static void statfs_checks(void)
+{
+	struct statfs a, b;
+	struct statvfs v;
+	char buf[65536];
+	int fd, i;
+
+	if (!want("statfs.values"))
+		return;
+	if (statfs(uc.root, &a) != 0 || statvfs(uc.root, &v) != 0) {
+		fail("statfs.values", "statfs %s: %s", uc.root, strerror(errno));
+		return;
+	}
+	if ((unsigned long)a.f_type != OVERLAYFS_MAGIC || a.f_bsize <= 0 || a.f_blocks == 0 || a.f_bfree > a.f_blocks ||
+	    a.f_bavail > a.f_bfree || (v.f_flag & ST_RDONLY)) {
+		fail("statfs.values", "type %#lx bsize %ld blocks %llu bfree %llu bavail %llu flags %#lx",
+		     (unsigned long)a.f_type, (long)a.f_bsize, (unsigned long long)a.f_blocks,
+		     (unsigned long long)a.f_bfree, (unsigned long long)a.f_bavail, (unsigned long)v.f_flag);
+		return;
+	}
+	/* free space is the upper's: writing 4 MiB must show */
+	memset(buf, 'x', sizeof(buf));
+	if ((fd = open(fx("statfs-fill"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0) {
+		fail("statfs.values", "create statfs-fill: %s", strerror(errno));
+		return;
+	}
+	for (i = 0; i < 64; i++)
+		if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+			break;
+	if (i < 64 || fsync(fd) != 0 || close(fd) != 0 || statfs(uc.root, &b) != 0) {
+		fail("statfs.values", "writing 4 MiB: %s", strerror(errno));
+		return;
+	}
+	if ((long long)(a.f_bfree - b.f_bfree) * a.f_bsize < 2 * 1024 * 1024)
+		fail("statfs.values", "f_bfree went from %llu to %llu after writing 4 MiB", (unsigned long long)a.f_bfree,
+		     (unsigned long long)b.f_bfree);
+	else
+		ok("statfs.values");
+	unlink(fx("statfs-fill"));
+}
+
+/* NAME_MAX: what statfs/pathconf report must be what can be created. Unpatched kernels report 256 here. */
+static void namemax_checks(void)
+{
+	char name[300], rel[320];
+	struct statfs s;
+	int fd;
+
+	if (want("namemax.reported")) {
+		if (statfs(uc.root, &s) != 0)
+			fail("namemax.reported", "statfs: %s", strerror(errno));
+		else if (s.f_namelen != 255)
+			fail("namemax.reported", "statfs f_namelen %ld (what getconf NAME_MAX reports), but the longest "
+			     "name that can be created is 255", (long)s.f_namelen);
+		else
+			ok("namemax.reported");
+	}
+	memset(name, 'n', sizeof(name));
+	name[255] = '\0';
+	snprintf(rel, sizeof(rel), "%s", name);
+	if (want("namemax.create-255")) {
+		fd = open(fx(rel), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 && close(fd) == 0 && unlink(fx(rel)) == 0)
+			ok("namemax.create-255");
+		else
+			fail("namemax.create-255", "creating a 255-byte name: %s", strerror(errno));
+	}
+	name[255] = 'n';
+	name[256] = '\0';
+	snprintf(rel, sizeof(rel), "%s", name);
+	if (want("namemax.create-256-fails")) {
+		fd = open(fx(rel), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0) {
+			close(fd);
+			unlink(fx(rel));
+			fail("namemax.create-256-fails", "a 256-byte name was created");
+		} else if (errno != ENAMETOOLONG)
+			fail("namemax.create-256-fails", "want ENAMETOOLONG, got %s", strerror(errno));
+		else
+			ok("namemax.create-256-fails");
+	}
+}
+
+/* With the init's options (xino=on) the union is one filesystem: one st_dev, and copy-up keeps st_ino. */
+static void stdev_checks(void)
+{
+	struct stat r, lo, before, after, d0, d1, up;
+	int fd;
+
+	if (!want_area("stdev") || !area_fresh("stdev"))
+		return;
+	if (lstat(uc.root, &r) != 0 || lstat(fx("stdev/file"), &lo) != 0 || lstat(fx("stdev/chmod"), &before) != 0 ||
+	    lstat(fx("stdev/dir"), &d0) != 0) {
+		fail("stdev", "lstat of the stdev fixtures: %s", strerror(errno));
+		return;
+	}
+	if (chmod(fx("stdev/chmod"), 0604) != 0 || lstat(fx("stdev/chmod"), &after) != 0 ||
+	    (fd = open(fx("stdev/dir/new"), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)) < 0 || close(fd) != 0 ||
+	    lstat(fx("stdev/dir"), &d1) != 0 || lstat(fx("stdev/dir/new"), &up) != 0) {
+		fail("stdev", "chmod/create: %s", strerror(errno));
+		return;
+	}
+	if (want("stdev.one-st_dev")) {
+		if (r.st_dev == lo.st_dev && lo.st_dev == after.st_dev && after.st_dev == d1.st_dev && d1.st_dev == up.st_dev)
+			ok("stdev.one-st_dev");
+		else
+			fail("stdev.one-st_dev", "st_dev: root %#llx, lower file %#llx, copied-up file %#llx, merged dir %#llx, "
+			     "upper file %#llx (is xino on? options %s)", (unsigned long long)r.st_dev,
+			     (unsigned long long)lo.st_dev, (unsigned long long)after.st_dev, (unsigned long long)d1.st_dev,
+			     (unsigned long long)up.st_dev, mount_opts());
+	}
+	if (want("stdev.copyup-keeps-ino"))
+		before.st_ino == after.st_ino
+			? ok("stdev.copyup-keeps-ino")
+			: fail("stdev.copyup-keeps-ino", "st_ino %llu before chmod, %llu after copy-up (the upper did not "
+			       "record the lower origin: on a squashfs lower this needs index=on; options %s)",
+			       (unsigned long long)before.st_ino, (unsigned long long)after.st_ino, mount_opts());
+	if (want("stdev.dir-copyup-keeps-ino"))
+		d0.st_ino == d1.st_ino
+			? ok("stdev.dir-copyup-keeps-ino")
+			: fail("stdev.dir-copyup-keeps-ino", "directory st_ino %llu before, %llu after copy-up",
+			       (unsigned long long)d0.st_ino, (unsigned long long)d1.st_ino);
+}
+
+void check_misc(void)
+{
+	if (want_area("mmap") && area_fresh("mmap"))
+		mmap_checks();
+	if (want_area("rename") && area_fresh("rename"))
+		dir_rename();
+	if (want_area("statfs"))
+		statfs_checks();
+	if (want_area("namemax"))
+		namemax_checks();
+	stdev_checks();
+}
