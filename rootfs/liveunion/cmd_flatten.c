@@ -282,6 +282,13 @@ static int mksquashfs(const char *stage, const char *file, const char *pseudo, c
 	pid_t pid = fork();
 
 	if (pid == 0) {
+		/* mksquashfs stamps SOURCE_DATE_EPOCH on every inode when it is set; flatten keeps
+		 * the layers' times, so the variable only fixes the filesystem's own date. */
+		const char *sde = getenv("SOURCE_DATE_EPOCH");
+		char mkfs_time[24];
+		snprintf(mkfs_time, sizeof mkfs_time, "%s", sde && *sde ? sde : "");
+		if (unsetenv("SOURCE_DATE_EPOCH") < 0)
+			_exit(127);
 		snprintf(uid, sizeof uid, "%u", (unsigned)root->st_uid);
 		snprintf(gid, sizeof gid, "%u", (unsigned)root->st_gid);
 		snprintf(mode, sizeof mode, "%o", (unsigned)(root->st_mode & 07777));
@@ -289,10 +296,11 @@ static int mksquashfs(const char *stage, const char *file, const char *pseudo, c
 		if (pseudo)
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
 			       "-quiet", "-pf", pseudo, "-root-uid", uid, "-root-gid", gid,
-			       "-root-mode", mode, "-root-time", tm, (char *)NULL);
+			       "-root-mode", mode, "-root-time", tm,
+			       *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
 		else
 			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
-			       "-quiet", (char *)NULL);
+			       "-quiet", *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
 		fprintf(stderr, PROG " flatten: mksquashfs: %s\n", strerror(errno));
 		_exit(127);
 	}

@@ -100,7 +100,8 @@ else
 fi
 
 # the same inputs as images
-mksquashfs l1 l1.squashfs -quiet -no-progress >/dev/null
+# mksquashfs stamps SOURCE_DATE_EPOCH (exported by build.sh) on every inode: not on a fixture
+env -u SOURCE_DATE_EPOCH mksquashfs l1 l1.squashfs -quiet -no-progress >/dev/null
 truncate -s 16M store.img
 mkfs.ext4 -q -d S store.img
 isum=$(sha256sum l1.squashfs store.img)
@@ -118,9 +119,12 @@ expect "flatten keeps hard links" test "$(stat -c %i flat/usr/bin/sh)" = "$(stat
 expect "flatten keeps device nodes" test "$(stat -c %F:%t:%T flat/null)" = "character special file:1:3"
 expect "flatten keeps user xattrs" test "$(python3 -c 'import os; print(os.getxattr("flat/etc/hostname", "user.note").decode())')" = base
 expect "flatten drops overlay's own xattrs" sh -c "! python3 -c 'import os; os.getxattr(\"flat/var/old\", \"trusted.overlay.opaque\")' 2>/dev/null"
-"$LU" flatten S l0 l1.squashfs -o out.squashfs
+# a reproducible build sets SOURCE_DATE_EPOCH: it dates the image, never the files in it
+SOURCE_DATE_EPOCH=1700000000 "$LU" flatten S l0 l1.squashfs -o out.squashfs
 mkdir sq; mount -o loop,ro out.squashfs sq
 expect "flatten to squashfs equals the kernel's merge" diff <(tree_sum m) <(tree_sum sq)
+expect "flatten dates the squashfs from SOURCE_DATE_EPOCH" \
+	sh -c "unsquashfs -s out.squashfs | grep -q 'time Tue Nov 14 22:13:20 2023'"
 umount sq
 # without root trusted.* xattrs are unreadable: use a store marked the userxattr way
 chmod 755 "$T"; mkdir nob; chown nobody nob
