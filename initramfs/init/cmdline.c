@@ -21,10 +21,18 @@ const struct key_def key_table[K_COUNT] = {
 	[K_INIT] = {"init", T_PATH, "/sbin/init", "program started in the live root", 0},
 	[K_LAYERS] = {"layers", T_STRING, "",
 		"comma-separated layer names to stack (e.g. 10-base,20-desktop); empty: every live/NN-name.squashfs", 0},
-	[K_PERSIST] = {"persist", T_STRING, "", "reserved for persistence (not implemented yet; ignored)", 0},
+	[K_PERSIST] = {"persist", T_STRING, "",
+		"persistence store: empty/auto = a partition labelled liveunion-rw or a liveunion-rw.img on the boot disk only; "
+		"off; LABEL=x, UUID=x or PARTUUID=x on any disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0},
 	[K_VERIFY] = {"verify", T_STRING, "", "reserved for dm-verity root hashes (not implemented yet; ignored)", 0},
 	[K_CHECK] = {"check", T_FLAG, "0", "reserved for a medium check (not implemented yet; ignored)", 0},
 	[K_DEBUG] = {"debug", T_FLAG, "0", "more messages from the init", 0},
+	[K_PERSISTRO] = {"persist.ro", T_FLAG, "0", "the store is an extra read-only lower layer; changes go to tmpfs", 0},
+	[K_PERSISTRESET] = {"persist.reset", T_FLAG, "0",
+		"move the store's previous changes aside to a dated directory (never deleted) and start fresh", 0},
+	[K_PERSISTPATHS] = {"persist.paths", T_STRING, "",
+		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
+		"liveunion-v1/paths file (one per line), else everything persists", 0},
 };
 
 static const char *const type_names[] = {

@@ -53,9 +53,17 @@ int probe_device(const char *dev, const struct medium_want *want, struct iso_id 
 	return medium_match(want, id, reason, rlen);
 }
 
+/* Name order, but a name sorts after its own extensions (sda1 before sda): a hybrid ISO matches
+ * as the whole disk and as its first partition, and mounting the partition leaves the disk's
+ * other partitions (the persistence store) free to open. */
 static int by_name(const void *a, const void *b)
 {
-	return strcmp(((const struct seen *)a)->name, ((const struct seen *)b)->name);
+	const unsigned char *x = (const unsigned char *)((const struct seen *)a)->name;
+	const unsigned char *y = (const unsigned char *)((const struct seen *)b)->name;
+
+	for (; *x && *x == *y; x++, y++)
+		;
+	return (*x ? *x : 256) - (*y ? *y : 256);
 }
 
 /* Unused loop and ram devices are always there and never the medium; listing them would bury the real clue. */

@@ -11,6 +11,7 @@
 #include "discover.h"
 #include "handover.h"
 #include "log.h"
+#include "persist.h"
 #include "plan.h"
 #include "shell.h"
 #include "stack.h"
@@ -33,16 +34,23 @@ static int step_medium(struct plan *p)
 	return stack_medium(p);
 }
 
+static int step_overlay(struct plan *p)
+{
+	if (stack_overlay(p) != 0)
+		return -1;
+	return persist_paths_mount(p);
+}
+
 static int step_switch(struct plan *p)
 {
 	return handover(p, init_argv);
 }
 
-/* Indexed by enum step_id. persist.c will slot in here (between toram and upper) and pick
- * the upper from plan->persist; upper then mounts the store instead of a tmpfs. */
+/* Indexed by enum step_id. The upper step is persist.c's: the store when there is a usable one,
+ * else the tmpfs of stack_upper. */
 static int (*const steps[S_COUNT])(struct plan *) = {
 	[S_MEDIUM] = step_medium, [S_LAYERS] = stack_layers, [S_TORAM] = stack_toram,
-	[S_UPPER] = stack_upper,  [S_OVERLAY] = stack_overlay, [S_SWITCH] = step_switch,
+	[S_UPPER] = persist_upper,  [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
 };
 
 static void warn_msg(void *ctx, const char *text)
@@ -163,8 +171,8 @@ int main(int argc, char **argv)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
 	log_debug_enable(p.debug);
-	if (p.persist[0] || p.verify[0] || p.check)
-		msg("live.persist=, live.verify= and live.check are reserved in this version and ignored");
+	if (p.verify[0] || p.check)
+		msg("live.verify= and live.check are reserved in this version and ignored");
 	argv[0] = p.init;
 	print_plan(&p, "plan:");
 	save_plan(&p);

@@ -52,6 +52,9 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	copy(p->layer_filter, sizeof(p->layer_filter), c->v[K_LAYERS].s);
 	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
 	copy(p->verify, sizeof(p->verify), c->v[K_VERIFY].s);
+	copy(p->persist_flags, sizeof(p->persist_flags),
+	     c->v[K_PERSISTRO].flag ? (c->v[K_PERSISTRESET].flag ? "ro,reset" : "ro") : (c->v[K_PERSISTRESET].flag ? "reset" : ""));
+	copy(p->persist_paths, sizeof(p->persist_paths), c->v[K_PERSISTPATHS].s);
 	copy(p->run_live, sizeof(p->run_live), run_live);
 	copy(p->newroot, sizeof(p->newroot), newroot);
 	p->facts = *f;
@@ -228,6 +231,8 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 			put(&o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
 	}
 	put(&o, "toram.result=%s\n", p->toram_result);
+	put(&o, "persist.flags=%s\npersist.paths=%s\npersist.result=%s\n", p->persist_flags, p->persist_paths,
+	    p->persist_result);
 	put(&o, "steps=");
 	for (i = 0; i < S_COUNT; i++)
 		put(&o, "%s%s", i ? "," : "", step_names[i]);
@@ -236,4 +241,111 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 		put(&o, "%s%s", i ? "," : "", step_names[i]);
 	put(&o, "\n");
 	return o.used;
+}
+
+enum persist_kind persist_kind(const char *spec)
+{
+	static const struct {
+		const char *prefix;
+		enum persist_kind kind;
+	} forms[] = {{"LABEL=", PK_LABEL}, {"UUID=", PK_UUID}, {"PARTUUID=", PK_PARTUUID}, {"file:", PK_FILE}};
+	size_t i, n;
+
+	if (!spec[0] || strcmp(spec, "auto") == 0)
+		return PK_AUTO;
+	if (strcmp(spec, "off") == 0)
+		return PK_OFF;
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		n = strlen(forms[i].prefix);
+		if (strncmp(spec, forms[i].prefix, n) == 0)
+			return spec[n] ? forms[i].kind : PK_BAD;
+	}
+	return PK_BAD;
+}
+
+/* The API file systems are the live system's own: persisting them would hide it. */
+static bool path_allowed(const char *p)
+{
+	static const char *const no[] = {"/proc", "/sys", "/dev", "/run"};
+	size_t i, n;
+
+	for (i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		n = strlen(no[i]);
+		if (strncmp(p, no[i], n) == 0 && (p[n] == '\0' || p[n] == '/'))
+			return false;
+	}
+	return true;
+}
+
+int persist_paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size_t elen)
+{
+	char one[PATH_LEN];
+	size_t len, used;
+	const char *s = list, *c;
+	int n = 0, i;
+	bool bad, dup;
+
+	if (elen)
+		err[0] = '\0';
+	while (*s) {
+		len = strcspn(s, ",\n");
+		bad = len == 0 || len >= sizeof(one) || s[0] != '/';
+		used = 0;
+		/* normalise: no repeated or trailing slashes; "." and ".." components are refused */
+		for (c = s; !bad && c < s + len;) {
+			size_t cl;
+
+			while (c < s + len && *c == '/')
+				c++;
+			cl = strcspn(c, "/,\n");
+			if (cl == 0)
+				break;
+			if ((cl == 1 && c[0] == '.') || (cl == 2 && c[0] == '.' && c[1] == '.'))
+				bad = true;
+			one[used++] = '/';
+			memcpy(one + used, c, cl);
+			used += cl;
+			c += cl;
+		}
+		one[used] = '\0';
+		if (!bad && (used == 0 || !path_allowed(one)))
+			bad = true;
+		for (dup = false, i = 0; !bad && i < n; i++)
+			dup |= strcmp(out[i], one) == 0;
+		if (bad) {
+			size_t el = elen ? strlen(err) : 0;
+
+			if (elen > el)
+				snprintf(err + el, elen - el, "%s'%.*s'", el ? ", " : "", (int)(len < 64 ? len : 64), s);
+		} else if (!dup && n < max) {
+			memcpy(out[n++], one, used + 1);
+		} else if (!dup && elen > strlen(err)) {
+			size_t el = strlen(err);
+
+			snprintf(err + el, elen - el, "%s'%s' (more than %d paths)", el ? ", " : "", one, max);
+		}
+		s += len;
+		s += *s != '\0';
+	}
+	return n;
+}
+
+int persist_path_key(const char *path, char *out, size_t len)
+{
+	size_t o = 0;
+	const char *s = path[0] == '/' ? path + 1 : path;
+
+	for (; *s; s++) {
+		const char *rep = *s == '/' ? "%2F" : *s == '%' ? "%25" : NULL;
+		size_t n = rep ? 3 : 1;
+
+		if (o + n >= len)
+			return -1;
+		memcpy(out + o, rep ? rep : s, n);
+		o += n;
+	}
+	if (o == 0 || o >= len)
+		return -1;
+	out[o] = '\0';
+	return 0;
 }

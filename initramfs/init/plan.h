@@ -33,7 +33,10 @@ struct plan {
 	int break_step; /* S_NONE or the step to stop before */
 	char init[VALUE_MAX];
 	char layer_filter[VALUE_MAX];
-	char persist[VALUE_MAX]; /* reserved: persist.c will pick the upper from it */
+	char persist[VALUE_MAX]; /* persist.c picks the upper from it */
+	char persist_flags[16];  /* "ro", "reset" */
+	char persist_paths[VALUE_MAX]; /* live.persist.paths, then what was used */
+	bool persist_paths_active;     /* the store is mounted and only persist_paths go to it */
 	char verify[VALUE_MAX];
 
 	/* Where things go; a prefix makes the stack testable on a build host. */
@@ -50,8 +53,19 @@ struct plan {
 	int nlayers;            /* bottom first */
 	struct layer layer[MAX_LAYERS];
 	char toram_result[200];
+	char persist_result[PATH_LEN + 200];
 	int done;               /* steps finished, in order */
 };
+
+/* live.persist= forms. */
+enum persist_kind { PK_AUTO, PK_OFF, PK_LABEL, PK_UUID, PK_PARTUUID, PK_FILE, PK_BAD };
+enum persist_kind persist_kind(const char *spec);
+#define MAX_PATHS 16
+/* live.persist.paths (comma or newline separated) -> clean absolute paths, duplicates dropped.
+ * Returns how many; a bad entry is skipped and named in err ("" when all were good). */
+int persist_paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size_t elen);
+/* A path as one directory name in the store: "/etc/ssh" -> "etc%2Fssh" (and "%" -> "%25"). -1 if too long. */
+int persist_path_key(const char *path, char *out, size_t len);
 
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);

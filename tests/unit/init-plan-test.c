@@ -160,8 +160,46 @@ static void test_toram(void)
 	CHECK(strstr(note, "not enough RAM") && strstr(note, "MemAvailable 800 MiB"), "note: %s", note);
 }
 
+static void test_persist(void)
+{
+	static struct plan p;
+	char paths[MAX_PATHS][PATH_LEN], err[300], key[64], buf[8192];
+	int n;
+
+	CHECK(persist_kind("") == PK_AUTO && persist_kind("auto") == PK_AUTO, "auto");
+	CHECK(persist_kind("off") == PK_OFF, "off");
+	CHECK(persist_kind("LABEL=x") == PK_LABEL && persist_kind("UUID=1-2") == PK_UUID, "label, uuid");
+	CHECK(persist_kind("PARTUUID=0a0b0c0d-03") == PK_PARTUUID, "partuuid");
+	CHECK(persist_kind("file:/x.img") == PK_FILE, "file");
+	CHECK(persist_kind("LABEL=") == PK_BAD && persist_kind("file:") == PK_BAD, "empty value is bad");
+	CHECK(persist_kind("sdb3") == PK_BAD && persist_kind("on") == PK_BAD, "unknown form is bad");
+
+	n = persist_paths_parse("/home,/etc/ssh//,/home/", paths, MAX_PATHS, err, sizeof(err));
+	CHECK(n == 2, "two paths, duplicate dropped: %d", n);
+	CHECK_STR(paths[0], "/home");
+	CHECK_STR(paths[1], "/etc/ssh");
+	CHECK_STR(err, "");
+	n = persist_paths_parse("/home\n/var/lib/x\n", paths, MAX_PATHS, err, sizeof(err));
+	CHECK(n == 2 && strcmp(paths[1], "/var/lib/x") == 0, "newline separated (the store's file)");
+	n = persist_paths_parse("home,/,/run/x,/proc,/a/../etc,/ok,/devices", paths, MAX_PATHS, err, sizeof(err));
+	CHECK(n == 2 && strcmp(paths[0], "/ok") == 0 && strcmp(paths[1], "/devices") == 0, "only good ones: %d", n);
+	CHECK(strstr(err, "'home'") && strstr(err, "'/'") && strstr(err, "'/run/x'") && strstr(err, "'/proc'") &&
+	      strstr(err, "'/a/../etc'"), "bad ones named: %s", err);
+
+	CHECK(persist_path_key("/etc/ssh", key, sizeof(key)) == 0, "key");
+	CHECK_STR(key, "etc%2Fssh");
+	CHECK(persist_path_key("/a%b", key, sizeof(key)) == 0 && strcmp(key, "a%25b") == 0, "%% escaped: %s", key);
+	CHECK(persist_path_key("/abcdef", key, 4) == -1, "too long refused");
+
+	make("live.persist=LABEL=mine live.persist.paths=/home live.persist.ro", &p);
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(strstr(buf, "\npersist=LABEL=mine\n") && strstr(buf, "\npersist.paths=/home\n") &&
+	      strstr(buf, "\npersist.flags=ro\n"), "plan records persistence: %s", buf);
+}
+
 int main(void)
 {
+	test_persist();
 	test_iso_id();
 	test_match();
 	test_plan();

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Build host: a USB stick image = the hybrid ISO (BIOS and UEFI boot unchanged) + one appended
+# MBR partition for persistence. Run by `./build.sh usb`, or directly:
+#   iso/mkusb.sh [--iso ISO] [-o IMAGE] [--persist-size SIZE] [--file [--exfat]] [--device /dev/sdX]
+# Default: an ext4 partition labelled liveunion-rw. --file: a FAT32 (or exFAT) data partition
+# holding liveunion-rw.img, an ext4 image file. mkfs only ever runs on files, never on a device;
+# --device copies the finished image to a real disk after a typed confirmation.
+set -euo pipefail
+export LC_ALL=C
+umask 022
+
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUT=${OUT:-$TOP/out}
+die() { printf 'liveunion usb: error: %s\n' "$*" >&2; exit 1; }
+log() { printf 'liveunion usb: %s\n' "$*" >&2; }
+
+iso=$OUT/liveunion.iso out='' size=256M mode='part' fs='vfat' device='' yes=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--iso) iso=$2; shift ;;
+	-o | --output) out=$2; shift ;;
+	--persist-size) size=$2; shift ;;
+	--file) mode='file' ;;
+	--exfat) fs='exfat' ;;
+	--device) device=$2; shift ;;
+	--yes) yes=1 ;; # for scripts that already confirmed
+	-h | --help) sed -n '2,8s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) die "unknown option '$1' (try --help)" ;;
+	esac
+	shift
+done
+out=${out:-$OUT/liveunion-usb.img}
+[ -f "$iso" ] || die "no ISO at $iso: run ./build.sh first"
+case "$size" in
+*[kK]) bytes=$((${size%?} * 1024)) ;;
+*[mM]) bytes=$((${size%?} * 1024 * 1024)) ;;
+*[gG]) bytes=$((${size%?} * 1024 * 1024 * 1024)) ;;
+*[!0-9]* | '') die "--persist-size: want a size like 256M or 2G, got '$size'" ;;
+*) bytes=$size ;;
+esac
+[ "$bytes" -ge $((8 * 1024 * 1024)) ] || die "--persist-size: at least 8M"
+[ "$fs" = vfat ] || [ "$mode" = file ] || die "--exfat goes with --file (the image file lives on the exFAT partition)"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-usb.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# store_image FILE BYTES: the ext4 store (journal, so a power cut needs only a replay).
+store_image() {
+	rm -f "$1"
+	mkfs.ext4 -q -F -L liveunion-rw -O ^metadata_csum_seed -E root_owner=0:0 "$1" "$(($2 / 1024))k" >/dev/null 2>&1 ||
+		die "mkfs.ext4 on the file $1 failed"
+}
+
+# The partition: 1 MiB aligned after the ISO, so the ISO's own bytes are never touched.
+iso_bytes=$(stat -c %s "$iso")
+start=$(((iso_bytes + 1048575) / 1048576))
+start=$((start * 2048))
+part=$work/part.img
+if [ "$mode" = part ]; then
+	store_image "$part" "$bytes"
+	ptype=83
+else
+	pbytes=$((bytes + bytes / 8 + 4 * 1024 * 1024))
+	[ "$fs" = exfat ] || [ "$pbytes" -ge $((40 * 1024 * 1024)) ] || pbytes=$((40 * 1024 * 1024)) # FAT32 minimum
+	truncate -s "$pbytes" "$part"
+	store_image "$work/liveunion-rw.img" "$bytes"
+	if [ "$fs" = vfat ]; then
+		mkfs.vfat -F 32 -n LIVEUNION-D "$part" >/dev/null || die "mkfs.vfat on the file $part failed"
+		mcopy -i "$part" "$work/liveunion-rw.img" ::liveunion-rw.img || die "mcopy liveunion-rw.img failed"
+		ptype=0c
+	else
+		command -v mkfs.exfat >/dev/null || die "mkfs.exfat missing (Debian package exfatprogs)"
+		mkfs.exfat -L LIVEUNION-D "$part" >/dev/null || die "mkfs.exfat on the file $part failed"
+		# No mtools for exFAT: copy through a loop mount in a private mount namespace.
+		# shellcheck disable=SC2016 # the script is expanded by the inner sh
+		unshare -m sh -c 'set -e; d=$(mktemp -d); mount -o loop "$1" "$d"; cp "$2" "$d/"; umount "$d"; rmdir "$d"' \
+			sh "$part" "$work/liveunion-rw.img" || die "copying liveunion-rw.img onto the exFAT failed"
+		ptype=07
+	fi
+fi
+psect=$(($(stat -c %s "$part") / 512))
+cp "$iso" "$out.tmp"
+truncate -s $(((start + psect) * 512)) "$out.tmp"
+dd if="$part" of="$out.tmp" bs=1M seek=$((start / 2048)) conv=notrunc,sparse status=none || die "writing the partition failed"
+# The ISO's MBR has partition 1 (the ISO, from sector 0) and 2 (the EFI system partition).
+printf 'start=%s, size=%s, type=%s\n' "$start" "$psect" "$ptype" |
+	sfdisk --append --no-reread --no-tell-kernel -q "$out.tmp" >/dev/null 2>&1 || die "sfdisk could not append partition 3"
+cmp -n $((iso_bytes - 512)) -i 512 "$iso" "$out.tmp" >/dev/null || die "the ISO bytes changed (after the MBR): refusing the image"
+mv "$out.tmp" "$out"
+log "$out: $(du -h --apparent-size "$out" | cut -f1), ISO + partition 3 ($([ "$mode" = part ] && echo "ext4 liveunion-rw" || echo "$fs with liveunion-rw.img"), $size)"
+
+[ -n "$device" ] || exit 0
+# A real device: never one in use, never the disk the running system lives on.
+[ -b "$device" ] || die "$device is not a block device"
+[ "$(lsblk -ndo TYPE "$device")" = disk ] || die "$device is not a whole disk"
+if lsblk -nro MOUNTPOINT "$device" | grep -q .; then die "$device (or a partition of it) is mounted: refusing"; fi
+for m in / /boot /usr /home; do
+	src=$(findmnt -nvo SOURCE "$m" 2>/dev/null || true)
+	[ -n "$src" ] || continue
+	pk=$(lsblk -ndo PKNAME "$src" 2>/dev/null || true)
+	if [ "/dev/${pk:-none}" = "$device" ] || [ "$src" = "$device" ]; then die "$device holds $m of this system: refusing"; fi
+done
+if grep -q "^$(basename "$device") " <(swapon --noheadings --raw 2>/dev/null | sed 's,^/dev/,,'); then die "$device is swap: refusing"; fi
+lsblk -o NAME,SIZE,MODEL,TRAN "$device" >&2
+if [ "$yes" != 1 ]; then
+	printf 'Everything on %s will be overwritten. Type the device name (%s) to go on: ' "$device" "$device" >&2
+	read -r answer </dev/tty || die "no answer"
+	[ "$answer" = "$device" ] || die "not confirmed; nothing written"
+fi
+dd if="$out" of="$device" bs=4M conv=fsync status=progress || die "writing $device failed"
+sync
+log "wrote $out to $device"
