@@ -1,6 +1,7 @@
 /* mmap across copy-up, directory rename (redirect_dir or EXDEV), statfs, NAME_MAX, st_dev/st_ino. */
 #include "unionconf.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -169,6 +170,20 @@ static void statfs_checks(void)
 	unlink(fx("statfs-fill"));
 }
 
+static int listed(const char *dir, const char *name)
+{
+	struct dirent *d;
+	DIR *dp = opendir(dir);
+	int found = 0;
+
+	if (!dp)
+		return 0;
+	while (!found && (d = readdir(dp)))
+		found = strcmp(d->d_name, name) == 0;
+	closedir(dp);
+	return found;
+}
+
 /* NAME_MAX: what statfs/pathconf report must be what can be created. Unpatched kernels report 256 here. */
 static void namemax_checks(void)
 {
@@ -209,6 +224,48 @@ static void namemax_checks(void)
 		else
 			ok("namemax.create-256-fails");
 	}
+	/* The patch keeps the lookup limit at the maximum over the layers: a 256-byte lower name stays readable. */
+	if (want("namemax.lower-256-lookup")) {
+		char b[16];
+		size_t n;
+		struct stat st;
+
+		memset(rel, 'L', 256);
+		rel[256] = '\0';
+		if (lstat(fx(rel), &st) != 0)
+			fail("namemax.lower-256-lookup", "lstat of the lower file with a 256-byte name (mklayer.sh): %s",
+			     strerror(errno));
+		else if (read_all(fx(rel), b, sizeof(b), &n) != 0 || n != 5 || memcmp(b, "long\n", 5) != 0)
+			fail("namemax.lower-256-lookup", "the lower file with a 256-byte name does not read back");
+		else if (!listed(uc.fix, rel))
+			fail("namemax.lower-256-lookup", "the lower file with a 256-byte name is not listed by readdir");
+		else
+			ok("namemax.lower-256-lookup");
+	}
+}
+
+/* st_ino is persistent only if overlayfs follows the origin the copy-up recorded, once the inode is evicted. */
+static void ino_after_eviction(ino_t before)
+{
+	const char *n = "stdev.copyup-ino-after-eviction";
+	struct stat st;
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		note("%s not run: /proc/sys/vm/drop_caches: %s", n, strerror(errno));
+		return;
+	}
+	sync();
+	if (write(fd, "2", 1) != 1 || close(fd) != 0 || lstat(fx("stdev/chmod"), &st) != 0)
+		fail(n, "drop_caches, then lstat: %s", strerror(errno));
+	else if (st.st_ino == before)
+		ok(n);
+	else if (lower_uuid_ambiguous())
+		known_limit(n, "st_ino %llu before copy-up, %llu once the inode left the cache: %s",
+			    (unsigned long long)before, (unsigned long long)st.st_ino, AMBIGUOUS_UUID);
+	else
+		fail(n, "st_ino %llu before copy-up, %llu once the inode left the cache (options %s)",
+		     (unsigned long long)before, (unsigned long long)st.st_ino, mount_opts());
 }
 
 /* With the init's options (xino=on) the union is one filesystem: one st_dev, and copy-up keeps st_ino. */
@@ -245,6 +302,8 @@ static void stdev_checks(void)
 			: fail("stdev.copyup-keeps-ino", "st_ino %llu before chmod, %llu after copy-up (the upper did not "
 			       "record the lower origin: on a squashfs lower this needs index=on; options %s)",
 			       (unsigned long long)before.st_ino, (unsigned long long)after.st_ino, mount_opts());
+	if (want("stdev.copyup-ino-after-eviction"))
+		ino_after_eviction(before.st_ino);
 	if (want("stdev.dir-copyup-keeps-ino"))
 		d0.st_ino == d1.st_ino
 			? ok("stdev.dir-copyup-keeps-ino")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build host: the conformance test layer $OUT/tests/90-conformance.squashfs = the static unionconf (and a minimal
-# getconf, which the busybox live root lacks) in /usr/lib/liveunion/ + the lower-layer fixtures in /srv/unionconf/.
+# getconf, which the busybox live root lacks) in /usr/lib/liveunion/ + the lower-layer fixtures in /srv/unionconf/,
+# and one file with a 256-byte name (squashfs takes 256, no host filesystem does: it comes from a pseudo definition).
 # Needs root (fixture owners, a device node and trusted.* xattrs are what copy-up must preserve).
+# Skipped when the stamp records the same sources and SOURCE_DATE_EPOCH (as a build.sh stage is).
 #   tests/conformance/mklayer.sh        (OUT, SOURCE_DATE_EPOCH from the environment)
 set -euo pipefail
 export LC_ALL=C
@@ -10,8 +12,15 @@ umask 022
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP=${TOP:-$(cd "$HERE/../.." && pwd)}
 OUT=${OUT:-$TOP/out}
-SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git -C "$TOP" log -1 --format=%ct 2>/dev/null || echo 1767225600)}
+# The same default as build.sh, so a test run by hand finds the layer the build's tests made.
+if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
+	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct -- VERSION 2>/dev/null || true)
+	SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
+fi
 LAYER=$OUT/tests/90-conformance.squashfs
+STAMP=$OUT/tests/90-conformance.stamp
+# The 256-byte name: NAME_MAX checks read it through the union (lookups of long lower names must keep working).
+LONG_NAME=$(printf 'L%.0s' $(seq 256))
 
 die() { printf 'mklayer: error: %s\n' "$*" >&2; exit 1; }
 
@@ -19,6 +28,11 @@ die() { printf 'mklayer: error: %s\n' "$*" >&2; exit 1; }
 command -v musl-gcc >/dev/null || die "musl-gcc missing: apt-get install -y musl-tools"
 command -v mksquashfs >/dev/null || die "mksquashfs missing: apt-get install -y squashfs-tools"
 
+key="$( (cd "$HERE" && sha256sum ./*.c ./*.h Makefile mklayer.sh) | sha256sum | cut -c1-16) $SOURCE_DATE_EPOCH"
+if [ -f "$LAYER" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$key" ]; then
+	printf 'mklayer: %s is up to date (%s)\n' "$LAYER" "$key"
+	exit 0
+fi
 mkdir -p "$OUT/tests"
 work=$(mktemp -d "$OUT/tests/conformance-layer.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -26,8 +40,10 @@ bin=$work/tree/usr/lib/liveunion
 mkdir -p "$bin" "$work/tree/srv"
 make -s -C "$HERE" OUTDIR="$bin" "$bin/unionconf" "$bin/getconf" || die "building unionconf failed"
 "$bin/unionconf" --make-fixtures "$work/tree/srv/unionconf" --epoch "$SOURCE_DATE_EPOCH" || die "making the fixtures failed"
-rm -f "$LAYER"
+rm -f "$LAYER" "$STAMP"
 mksquashfs "$work/tree" "$LAYER.tmp" -noappend -quiet -no-progress -comp xz -xattrs \
+	-p "srv/unionconf/$LONG_NAME f 644 0 0 echo long" \
 	-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null || die "mksquashfs failed"
 mv "$LAYER.tmp" "$LAYER"
+printf '%s\n' "$key" >"$STAMP"
 printf 'mklayer: %s (%s bytes)\n' "$LAYER" "$(stat -c %s "$LAYER")"

@@ -7,9 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+
+#define SQUASHFS_MAGIC 0x73717368
 
 /* Several paths are often alive in one expression: rotate through a few buffers. */
 static const char *path_in(const char *base, const char *rel)
@@ -196,4 +199,36 @@ int has_opt(const char *opt)
 		p += n;
 	}
 	return 0;
+}
+
+/* Squashfs has a null s_uuid; two lower layers on two such filesystems make overlayfs disable origin decoding. */
+int lower_uuid_ambiguous(void)
+{
+	char opts[4096], *tok, *save = NULL, *d, *c;
+	dev_t seen[64];
+	int n = 0, i, dup;
+	struct statfs sf;
+	struct stat st;
+
+	snprintf(opts, sizeof(opts), "%s", mount_opts());
+	for (tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strncmp(tok, "lowerdir=", 9) == 0)
+			d = tok + 9;
+		else if (strncmp(tok, "lowerdir+=", 10) == 0)
+			d = tok + 10;
+		else
+			continue;
+		for (; d && *d; d = c) { /* lowerdir=a:b:c (no escaped colons in our layer paths) */
+			c = strchr(d, ':');
+			if (c)
+				*c++ = '\0';
+			if (statfs(d, &sf) != 0 || sf.f_type != SQUASHFS_MAGIC || stat(d, &st) != 0)
+				continue;
+			for (i = 0, dup = 0; i < n; i++)
+				dup |= seen[i] == st.st_dev;
+			if (!dup && n < 64)
+				seen[n++] = st.st_dev;
+		}
+	}
+	return n > 1;
 }
