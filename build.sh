@@ -3,6 +3,7 @@
 #   ./build.sh            build out/liveunion.iso and out/SHA256SUMS
 #   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
+#   ./build.sh iso-with ISO LAYER...   another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh clean      remove out/
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS.
 set -euo pipefail
@@ -108,6 +109,15 @@ test)
 	run_stages
 	exec "$TOP/tests/run" "$@"
 	;;
+iso-with)
+	# A test image from what the build made: no stage runs (the kernel is never rebuilt here); cached by its inputs.
+	[ $# -ge 3 ] || die "usage: ./build.sh iso-with OUTPUT.iso NN-name.squashfs..."
+	STAGE="iso-with"
+	iso=$(realpath -m "$2")
+	shift 2
+	iso_assemble "$iso" "$OUT/iso-with/$(basename "$iso" .iso)" "iso-with-$(basename "$iso" .iso)" "$@"
+	log "$iso${STAGE_NOTE:+ ($STAGE_NOTE)}"
+	;;
 deps)
 	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
 	;;
@@ -115,7 +125,7 @@ clean)
 	rm -rf "$OUT"
 	;;
 -h | --help | help)
-	sed -n '2,8s/^# \{0,1\}//p' "$0"
+	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" # the header comment, however long
 	;;
 *)
 	die "unknown command '$1' (try: ./build.sh help)"

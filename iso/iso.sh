@@ -37,25 +37,37 @@ iso_esp() {
 	mcopy -m -i "$d/efi.img" "$efi" ::/EFI/BOOT/BOOTX64.EFI || die "mcopy of GRUB to the ESP failed"
 }
 
-# shellcheck disable=SC2034,SC2086 # STAGE_NOTE is read by build.sh; ISO_EXTRA_LAYERS is a word list
+# shellcheck disable=SC2086 # ISO_EXTRA_LAYERS is a word list
 stage_iso() {
-	local h uuid grubuuid cmdline t l
-	h=$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" $ISO_EXTRA_LAYERS \
+	iso_assemble "$OUT/liveunion.iso" "$OUT/iso" iso $ISO_EXTRA_LAYERS
+}
+
+# iso_assemble ISO WORKDIR STAMP [LAYER...]: the hybrid ISO from the built kernel, initramfs and 10-base plus
+# LAYER... (NN-name.squashfs). stage_iso makes out/liveunion.iso with it; `build.sh iso-with` makes test ISOs
+# (another path, work directory and stamp) from the same outputs without running any stage again.
+# shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
+iso_assemble() {
+	local iso=$1 w=$2 stamp=$3 h uuid grubuuid cmdline t l
+	shift 3
+	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" "$@"; do
+		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
+	done
+	h=$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" "$@" \
 		"$TOP/iso" "$TOP/VERSION")
-	if stage_done iso "$h" && [ -f "$OUT/liveunion.iso" ]; then
+	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
 	uuid=$(iso_uuid "$h")
 	grubuuid="${uuid:0:4}-${uuid:4:2}-${uuid:6:2}-${uuid:8:2}-${uuid:10:2}-${uuid:12:2}-${uuid:14:2}"
 	cmdline="live.medium=UUID=$uuid console=tty0 console=ttyS0,115200n8"
-	t=$OUT/iso/tree
-	rm -rf "$OUT/iso"
-	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$OUT/iso/esp"
+	t=$w/tree
+	rm -rf "$w"
+	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$w/esp"
 	cp "$OUT/kernel/bzImage" "$t/boot/bzImage"
 	cp "$OUT/initramfs.img" "$t/boot/initramfs.img"
 	cp "$OUT/rootfs/10-base.squashfs" "$t/live/10-base.squashfs"
-	for l in $ISO_EXTRA_LAYERS; do
+	for l in "$@"; do
 		case "$(basename "$l")" in
 		[0-9][0-9]-*.squashfs) cp "$l" "$t/live/" ;;
 		*) die "extra layer $l is not named NN-name.squashfs" ;;
@@ -67,11 +79,11 @@ stage_iso() {
 	done
 	iso_subst "$TOP/iso/isolinux.cfg.in" "$cmdline" "$grubuuid" >"$t/isolinux/isolinux.cfg"
 	iso_subst "$TOP/iso/grub.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/grub.cfg"
-	iso_esp "$OUT/iso/esp" "$uuid" "$grubuuid"
-	printf '%s\n' "$cmdline" >"$OUT/iso/cmdline"
-	printf '%s\n' "$uuid" >"$OUT/iso/uuid"
+	iso_esp "$w/esp" "$uuid" "$grubuuid"
+	printf '%s\n' "$cmdline" >"$w/cmdline"
+	printf '%s\n' "$uuid" >"$w/uuid"
 	# SOURCE_DATE_EPOCH makes xorriso fix every file date and the GPT GUIDs; the modification date is our UUID.
-	xorriso -report_about SORRY -as mkisofs -o "$OUT/liveunion.iso.tmp" \
+	xorriso -report_about SORRY -as mkisofs -o "$iso.tmp" \
 		-iso-level 3 -full-iso9660-filenames -joliet -joliet-long -rational-rock \
 		-volid "$ISO_LABEL" -appid "liveunion $LIVEUNION_VERSION" -publisher liveunion \
 		--modification-date="$uuid" \
@@ -79,9 +91,9 @@ stage_iso() {
 		-eltorito-boot isolinux/isolinux.bin -eltorito-catalog isolinux/boot.cat \
 		-no-emul-boot -boot-load-size 4 -boot-info-table \
 		-eltorito-alt-boot -e --interval:appended_partition_2:all:: -no-emul-boot -isohybrid-gpt-basdat \
-		-append_partition 2 0xef "$OUT/iso/esp/efi.img" \
+		-append_partition 2 0xef "$w/esp/efi.img" \
 		"$t" || die "xorriso failed"
-	mv "$OUT/liveunion.iso.tmp" "$OUT/liveunion.iso"
-	stage_mark iso "$h"
-	STAGE_NOTE="$(du -k "$OUT/liveunion.iso" | cut -f1) KiB, UUID $grubuuid"
+	mv "$iso.tmp" "$iso"
+	stage_mark "$stamp" "$h"
+	STAGE_NOTE="$(du -k "$iso" | cut -f1) KiB, UUID $grubuuid"
 }
