@@ -266,3 +266,11 @@ out_has_all() {
 	local w
 	for w in "$@"; do printf '%s\n' "$VM_OUT" | grep -qx -- "$w" || return 1; done
 }
+
+# conformance_iso: $OUT/tests/conformance.iso = the built kernel, initramfs and 10-base plus the 90-conformance test
+# layer (tests/conformance/mklayer.sh). Both steps are cached by their inputs and never rebuild a build stage.
+CONFORMANCE_ISO=$OUT/tests/conformance.iso
+conformance_iso() {
+	"$TOP/tests/conformance/mklayer.sh" >&2 &&
+		"$TOP/build.sh" iso-with "$CONFORMANCE_ISO" "$OUT/tests/90-conformance.squashfs" >&2
+}

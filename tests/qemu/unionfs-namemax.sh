@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# summary: kernel/patches/0001 in the guest: getconf NAME_MAX / prints 255 (not squashfs' 256), a 255-byte name is created on /, a 256-byte one fails ENAMETOOLONG, a 256-byte lower name still reads; one st_dev on /, st_ino kept by copy-up
+# shellcheck source=tests/qemu/lib.sh
+. "$(dirname "$0")/lib.sh"
+
+getconf=/usr/lib/liveunion/getconf # from the 90-conformance layer: the busybox live root has no getconf
+n255=$(printf 'n%.0s' $(seq 255))
+long=$(printf 'L%.0s' $(seq 256)) # made by tests/conformance/mklayer.sh in the squashfs layer
+
+# shellcheck disable=SC2317 # runs through check
+all_same() { [ "$(printf '%s\n' "$VM_OUT" | sort -u | wc -l)" -eq 1 ]; }
+
+require test-iso-built conformance_iso
+require qemu-starts vm_start unionfs-namemax cd-bios "$CONFORMANCE_ISO"
+require login vm_login
+check getconf-name-max-root vm_run "$getconf NAME_MAX /"
+check getconf-name-max-root-is-255 out_is 255
+# The two sides of the bug: squashfs takes 256-byte names, the tmpfs that receives every new name 255.
+check squashfs-layer-says-256 vm_run "$getconf NAME_MAX /run/live/layers/10-base"
+check squashfs-layer-is-256 out_is 256
+check tmpfs-upper-says-255 vm_run "$getconf NAME_MAX /run/live/upper/upper"
+check tmpfs-upper-is-255 out_is 255
+check busybox-stat-f-agrees vm_run "stat -f -c %l /"
+check busybox-stat-f-is-255 out_is 255
+check create-255-byte-name vm_run "touch /root/$n255 && test -f /root/$n255 && test -f /run/live/upper/upper/root/$n255"
+check create-256-byte-name-fails fails vm_run "touch /root/${n255}n"
+check create-256-error-is-ENAMETOOLONG out_has 'File name too long'
+check no-256-byte-name-created fails vm_run "ls /root/${n255}n"
+check lower-256-byte-name-still-reads vm_run "cat /srv/unionconf/$long"
+check lower-256-byte-name-content out_is long
+check lower-256-byte-name-listed vm_run "ls /srv/unionconf | grep -cx '$long'"
+check lower-256-byte-name-listed-once out_is 1
+
+# xino=on (the init's option): one st_dev for a lower file, a copied-up file, a merged directory, a new file and /.
+vm_run 'stat -c %i /etc/profile'
+ino_before=$VM_OUT
+check st_dev-one-for-the-whole-root vm_run 'chmod 600 /etc/profile && mkdir -p /etc/new-dir && touch /etc/new-file &&
+stat -c %d / /etc /etc/passwd /etc/profile /etc/new-dir /etc/new-file /bin/busybox'
+check st_dev-all-equal all_same
+check copied-up-file-is-in-upper vm_run 'test -f /run/live/upper/upper/etc/profile && test ! -e /run/live/upper/upper/etc/passwd'
+vm_run 'stat -c %i /etc/profile'
+check copy-up-keeps-st_ino test -n "$ino_before" -a "$VM_OUT" = "$ino_before"
+vm_stop
+finish
