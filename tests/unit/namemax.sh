@@ -53,7 +53,7 @@ check lower-256-byte-name-reads-through-union test "$(cat "$work/m/$long")" = lo
 case "$union" in
 255) echo "# the overlay reports 255: this host kernel has the fix (kernel/patches/0001 or upstream)"
 	check union-reports-255 true ;;
-256) echo "# the overlay reports 256 but the longest name that can be created is 255: the bug kernel/patches/0001 fixes"
+256) echo "# union-reports-255 fails on this kernel: the overlay reports 256 but the longest name that can be created is 255 (the bug kernel/patches/0001 fixes)"
 	check unpatched-symptom-shown true ;;
 *) check "union-reports-255-or-256 (got $union)" false ;;
 esac
