@@ -127,6 +127,20 @@ static void dir_rename(void)
 				rename(fx("rn-u"), fx("rn-u-moved")) == 0 && stat(fx("rn-u-moved/sub"), &st) == 0
 			? ok("rename.dir-upper")
 			: fail("rename.dir-upper", "rename(2) of an upper-only directory: %s", strerror(errno));
+	/* Directories made since boot move into and out of merged directories with rename(2), whatever the options. */
+	if (want("rename.dir-into-merged"))
+		mkdir(fx("rn-in"), 0755) == 0 && mkdir(fx("rn-in/d"), 0755) == 0 && make_file(fx("rn-in/d/f"), "f", 0) == 0 &&
+				rename(fx("rn-in/d"), fx("dirs/into/d")) == 0 && stat(fx("dirs/into/d/f"), &st) == 0 &&
+				st.st_size == FIX_SIZE && stat(fx("dirs/into/keep"), &st) == 0 && lstat(fx("rn-in/d"), &st) != 0
+			? ok("rename.dir-into-merged")
+			: fail("rename.dir-into-merged", "a new directory renamed into a merged one: %s", strerror(errno));
+	if (want("rename.dir-out-of-merged"))
+		mkdir(fx("rn-out"), 0755) == 0 && mkdir(fx("dirs/out/d"), 0755) == 0 &&
+				make_file(fx("dirs/out/d/f"), "f", 0) == 0 && rename(fx("dirs/out/d"), fx("rn-out/d")) == 0 &&
+				stat(fx("rn-out/d/f"), &st) == 0 &&
+				st.st_size == FIX_SIZE && lstat(fx("dirs/out/d"), &st) != 0 && errno == ENOENT
+			? ok("rename.dir-out-of-merged")
+			: fail("rename.dir-out-of-merged", "a new directory in a merged one renamed out: %s", strerror(errno));
 }
 
 static void statfs_checks(void)
