@@ -2,6 +2,8 @@
 # liveunion build entry point (runs on the build host).
 #   ./build.sh            build out/liveunion.iso and out/SHA256SUMS
 #   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
+#   ./build.sh usb [--persist-size SIZE] [--file [--exfat]] [-o IMAGE] [--device /dev/sdX]
+#                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO LAYER...   another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh clean      remove out/
@@ -108,6 +110,12 @@ test)
 	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
 	run_stages
 	exec "$TOP/tests/run" "$@"
+	;;
+usb)
+	shift
+	need_pkgs "${BUILD_PKGS[@]}"
+	run_stages
+	exec bash "$TOP/iso/mkusb.sh" "$@"
 	;;
 iso-with)
 	# A test image from what the build made: no stage runs (the kernel is never rebuilt here); cached by its inputs.

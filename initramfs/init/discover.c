@@ -87,6 +87,58 @@ static int idle_virtual(const char *sysblock, const char *name)
 	return strtoull(buf, NULL, 10) == 0;
 }
 
+/* A whole disk whose MBR lists partitions that are not usable yet: the kernel registers a disk before
+ * it has scanned its partition table, and devtmpfs makes the nodes a moment after sysfs shows them.
+ * Taking the whole disk then would claim it and lock its partitions (the persistence store) out, so
+ * it is passed over for a few rounds. CD drives cannot have partitions (ext_range 1) and never wait. */
+#define PARTSCAN_ROUNDS 30
+static int partitions_pending(const char *sysblock, const char *devdir, const char *name, const char *dev,
+			      const struct seen *seen, int nseen)
+{
+	char path[PATH_LEN], text[16];
+	unsigned char mbr[512];
+	struct dirent *e;
+	DIR *d;
+	size_t nl = strlen(name);
+	int fd, i, listed = 0, missing = 0, has = 0;
+	ssize_t n;
+
+	if (snprintf(path, sizeof(path), "%s/%s/partition", sysblock, name) >= (int)sizeof(path) || access(path, F_OK) == 0)
+		return 0;
+	if (snprintf(path, sizeof(path), "%s/%s/ext_range", sysblock, name) >= (int)sizeof(path) ||
+	    read_text(path, text, sizeof(text)) < 0 || strtol(text, NULL, 10) <= 1)
+		return 0;
+	if ((fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
+		return 0;
+	n = pread(fd, mbr, sizeof(mbr), 0);
+	if (close(fd) != 0 || n != (ssize_t)sizeof(mbr) || mbr[510] != 0x55 || mbr[511] != 0xAA) {
+		dbg("%s: no MBR (%zd bytes read)", name, n);
+		return 0;
+	}
+	for (i = 0; i < 4; i++)
+		has |= mbr[446 + 16 * i + 4] != 0 || mbr[446 + 16 * i + 12] != 0;
+	if (!has || snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(d = opendir(path)))
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		char node[PATH_LEN];
+
+		if (strncmp(e->d_name, name, nl) != 0 || e->d_name[nl] == '\0')
+			continue;
+		listed = 1;
+		if (snprintf(node, sizeof(node), "%s/%s", devdir, e->d_name) < (int)sizeof(node) && access(node, F_OK) != 0)
+			missing = 1;
+		/* appeared after this round listed the devices: the next round probes it first */
+		for (i = 0; i < nseen && strcmp(seen[i].name, e->d_name) != 0; i++)
+			;
+		missing |= i == nseen;
+	}
+	if (closedir(d) != 0)
+		return 0;
+	dbg("%s: MBR lists partitions; sysfs %s them%s", name, listed ? "has" : "does not have",
+	    missing ? ", some not probed yet" : "");
+	return !listed || missing;
+}
+
 /* One pass over the block devices; 1 when the medium was found. */
 static int scan_once(struct plan *p, const char *sysblock, const char *devdir, struct seen *seen, int *nseen)
 {
@@ -120,6 +172,14 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, s
 			continue;
 		}
 		if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
+			static int deferred;
+
+			if (deferred < PARTSCAN_ROUNDS && partitions_pending(sysblock, devdir, seen[i].name, dev, seen, n)) {
+				deferred++;
+				text_fmt(seen[i].reason, sizeof(seen[i].reason), "matches, waiting for its partitions to appear");
+				dbg("%s: %s", seen[i].name, seen[i].reason);
+				continue;
+			}
 			text_fmt(p->device, sizeof(p->device), "%s", dev);
 			p->id = id;
 			return 1;

@@ -54,3 +54,54 @@ store_clean() {
 # store_cat PATH: a file of the store copy, read by debugfs on the host.
 store_cat() { debugfs -R "cat $1" "$PDIR/store.fsck" 2>/dev/null; }
 store_file_is() { [ "$(store_cat "$1")" = "$2" ]; }
+
+# The kernel, initrd and command line the ISO's BIOS menu boots, taken from the ISO itself, so the
+# direct-kernel boots below (which can add live.* keys) run exactly what is shipped.
+iso_boot_files() {
+	[ -f "$PDIR/kernel" ] && return 0
+	local x=(xorriso -osirrox on -indev "$ISO" -extract)
+	"${x[@]}" /isolinux/isolinux.cfg "$PDIR/isolinux.cfg" >/dev/null 2>&1 || return 1
+	"${x[@]}" "$(awk 'tolower($1) == "linux" { print $2; exit }' "$PDIR/isolinux.cfg")" "$PDIR/kernel" >/dev/null 2>&1 &&
+		"${x[@]}" "$(awk 'tolower($1) == "initrd" { print $2; exit }' "$PDIR/isolinux.cfg")" "$PDIR/initrd" \
+			>/dev/null 2>&1 || return 1
+	awk 'tolower($1) == "append" { $1 = ""; sub(/^ /, ""); print; exit }' "$PDIR/isolinux.cfg" >"$PDIR/cmdline"
+	[ -s "$PDIR/cmdline" ]
+}
+
+# kvm_start NAME IMAGE "EXTRA KEYS" [qemu args...]: the ISO's kernel booted directly (no firmware
+# menu: seconds saved per boot) with IMAGE as a writable USB stick and EXTRA KEYS on the command line.
+kvm_start() {
+	local name=$1 img=$2 keys=$3
+	shift 3
+	iso_boot_files || { vm_note "cannot extract the kernel and initrd from $ISO"; return 1; }
+	# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+	vm_start "$name" kernel "" -kernel "$PDIR/kernel" -initrd "$PDIR/initrd" \
+		-append "$(cat "$PDIR/cmdline") $keys" -device qemu-xhci,id=xhci \
+		-drive "if=none,id=stick,format=raw,file=$img" -device usb-storage,bus=xhci.0,drive=stick "$@"
+}
+
+# modify_four TAG: the four changes every persistence scenario checks (a new file in /home and in /etc,
+# a deleted lower file, a chmod of a lower file).
+modify_four() {
+	vm_run "echo home-$1 >/home/kept && echo etc-$1 >/etc/kept && rm /etc/shells && chmod 600 /etc/hosts && sync"
+}
+# four_kept TAG: after a reboot, all four are there.
+four_kept() {
+	vm_run "cat /home/kept /etc/kept; test ! -e /etc/shells && echo shells-gone; stat -c %a /etc/hosts" &&
+		[ "$VM_OUT" = "home-$1"$'\n'"etc-$1"$'\n'"shells-gone"$'\n'"600" ]
+}
+# four_gone: none of the four survived (a volatile boot).
+four_gone() {
+	vm_run "test ! -e /home/kept && test ! -e /etc/kept && test -e /etc/shells && stat -c %a /etc/hosts" &&
+		[ "$VM_OUT" != 600 ]
+}
+
+# file_store_fsck IMAGE: copy liveunion-rw.img out of the FAT partition 3 of IMAGE (mtools, nothing
+# mounted) and check it like store_fsck does.
+file_store_fsck() {
+	local off size
+	read -r off size < <(part_of "$1" 3) || return 1
+	rm -f "$PDIR/store.fsck"
+	mcopy -n -i "$1@@$off" ::liveunion-rw.img "$PDIR/store.fsck" || return 1
+	e2fsck -fn "$PDIR/store.fsck" >"$PDIR/fsck.out" 2>&1
+}

@@ -11,7 +11,7 @@ vm_run "grep ' /run/live/upper ' /proc/mounts"
 check upper-is-the-store out_has '^/dev/sd[a-z]3 /run/live/upper ext4 rw'
 check plan-says-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
 check meta-names-image vm_run "grep '^image=[0-9]\{16\}\$' /run/live/store/liveunion-v1/meta"
-check modify vm_run "echo home-$$ >/home/kept && echo etc-$$ >/etc/kept && rm /etc/shells && chmod 600 /etc/hosts && sync"
+check modify modify_four $$
 require reboot vm_reboot
 check home-file-kept vm_run "cat /home/kept"
 check home-file-content out_is "home-$$"

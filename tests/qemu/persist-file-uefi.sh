@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# summary: USB stick whose FAT32 partition holds liveunion-rw.img, UEFI (OVMF): the four changes survive reboot; the image is clean after poweroff
+# shellcheck source=tests/qemu/persist-lib.bash
+. "$(dirname "$0")/persist-lib.bash"
+img=$PDIR/stick.img
+require stick-made make_stick "$img" --persist-size 32M --file
+require qemu-starts pvm_start persist-file-uefi uefi "$img"
+require login vm_login
+check init-said-image-file log_has 'liveunion: persistence: store liveunion-rw.img on /dev/sd[a-z]3 \(vfat\) via /dev/loop[0-9]+, ext4, [0-9]+ MiB free'
+check upper-is-the-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check modify modify_four $$
+require reboot vm_reboot
+check four-changes-kept four_kept $$
+check poweroff vm_poweroff
+check rcK-said-clean log_has 'liveunion rcK: persistence store clean'
+check image-clean-after-poweroff file_store_fsck "$img"
+check image-unmounted-cleanly store_clean
+check image-holds-etc-file store_file_is /liveunion-v1/upper/etc/kept "etc-$$"
+finish
