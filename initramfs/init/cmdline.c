@@ -32,7 +32,7 @@ const struct key_def key_table[K_COUNT] = {
 		"move the store's previous changes aside to a dated directory (never deleted) and start fresh", 0},
 	[K_PERSISTPATHS] = {"persist.paths", T_STRING, "",
 		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
-		"liveunion-v1/paths file (one per line), else everything persists", 0},
+		"liveunion-v1/paths.conf (one per line), else everything persists", 0},
 };
 
 static const char *const type_names[] = {

@@ -408,10 +408,10 @@ static int select_paths(struct plan *p, const char *vdir)
 
 	text_fmt(text, sizeof(text), "%s", p->persist_paths);
 	if (!text[0]) {
-		text_fmt(file, sizeof(file), "%s/paths", vdir);
+		text_fmt(file, sizeof(file), "%s/paths.conf", vdir);
 		if (read_text(file, text, sizeof(text)) < 0)
 			return 0;
-		from = STORE_DIR "/paths";
+		from = STORE_DIR "/paths.conf";
 	}
 	n = persist_paths_parse(text, paths, MAX_PATHS, err, sizeof(err));
 	if (err[0])

@@ -105,3 +105,18 @@ file_store_fsck() {
 	mcopy -n -i "$1@@$off" ::liveunion-rw.img "$PDIR/store.fsck" || return 1
 	e2fsck -fn "$PDIR/store.fsck" >"$PDIR/fsck.out" 2>&1
 }
+
+# store_copy IMAGE: partition 3 of IMAGE copied to $PDIR/store.fsck for debugfs (store_cat) and dumpe2fs.
+store_copy() {
+	local off size
+	read -r off size < <(part_of "$1" 3) || return 1
+	dd if="$1" of="$PDIR/store.fsck" bs=512 skip=$((off / 512)) count=$((size / 512)) status=none
+}
+# store_ls DIR: names in a directory of the store copy.
+store_ls() { debugfs -R "ls -l $1" "$PDIR/store.fsck" 2>/dev/null; }
+# part_sum IMAGE: sha256 of partition 3, to prove nothing wrote to it.
+part_sum() {
+	local off size
+	read -r off size < <(part_of "$1" 3) || return 1
+	dd if="$1" bs=512 skip=$((off / 512)) count=$((size / 512)) status=none | sha256sum | cut -d' ' -f1
+}

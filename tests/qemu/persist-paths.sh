@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# summary: live.persist.paths=/home,/var/lib/app (and the store's paths file): only those directories survive reboot, the rest of / is volatile
+# shellcheck source=tests/qemu/persist-lib.bash
+. "$(dirname "$0")/persist-lib.bash"
+img=$PDIR/stick.img tag=$$
+require stick-made make_stick "$img" --persist-size 32M
+require boot1 kvm_start persist-paths "$img" "live.persist.paths=/home,/var/lib/app,/proc/x"
+require login1 vm_login
+check said-home-persists log_has 'liveunion: persistence: /home persists \(store store/liveunion-v1/paths/home\)'
+check said-app-persists log_has 'liveunion: persistence: /var/lib/app persists'
+check bad-path-named log_has "liveunion: persistence: live.persist.paths: ignored .*'/proc/x'"
+check result-names-paths vm_run "grep -x 'persist.result=store .*, only /home,/var/lib/app' /run/live/plan"
+check root-upper-is-tmpfs vm_run "grep ' /run/live/upper tmpfs ' /proc/mounts"
+check home-is-own-overlay vm_run "grep ' /home overlay ' /proc/mounts"
+check modify vm_run "echo home-$tag >/home/kept && echo etc-$tag >/etc/kept && echo app-$tag >/var/lib/app/data && rm /etc/shells && sync"
+require reboot1 vm_reboot
+check home-file-kept vm_run "cat /home/kept /var/lib/app/data"
+check home-and-app-content out_is "home-$tag"$'\n'"app-$tag"
+check etc-file-gone vm_run "test ! -e /etc/kept && test -e /etc/shells"
+# the store's own list applies when the command line names none
+check write-paths-file vm_run "printf '/home\n/etc\n' >/run/live/store/liveunion-v1/paths.conf && sync"
+require poweroff1 vm_poweroff
+require boot2 kvm_start persist-paths "$img" ""
+require login2 vm_login
+check paths-file-used log_has 'liveunion: persistence: /etc persists'
+check etc-write vm_run "echo etc2-$tag >/etc/kept2 && sync"
+check home-still-kept vm_run "cat /home/kept"
+check home-still-content out_is "home-$tag"
+require poweroff2 vm_poweroff
+check store-clean store_fsck "$img"
+check etc-file-in-store store_file_is /liveunion-v1/paths/etc/upper/kept2 "etc2-$tag"
+finish
