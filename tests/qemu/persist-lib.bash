@@ -120,3 +120,12 @@ part_sum() {
 	read -r off size < <(part_of "$1" 3) || return 1
 	dd if="$1" bs=512 skip=$((off / 512)) count=$((size / 512)) status=none | sha256sum | cut -d' ' -f1
 }
+
+# cd_kvm_start NAME DISK "EXTRA KEYS": the ISO on an IDE CD (the boot medium) plus DISK as a virtio disk.
+cd_kvm_start() {
+	iso_boot_files || return 1
+	# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+	vm_start "$1" kernel "" -kernel "$PDIR/kernel" -initrd "$PDIR/initrd" \
+		-append "$(cat "$PDIR/cmdline") $3" -drive "file=$ISO,if=ide,index=2,media=cdrom,readonly=on" \
+		-drive "file=$2,if=virtio,format=raw"
+}

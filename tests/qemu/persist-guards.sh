@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named); a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running
+# shellcheck source=tests/qemu/persist-lib.bash
+. "$(dirname "$0")/persist-lib.bash"
+tag=$$
+
+# 1. Booted from the CD; a second disk carries an ext4 labelled liveunion-rw: auto must not take it.
+stranger=$PDIR/stranger.img
+truncate -s 16M "$stranger"
+require stranger-made mkfs.ext4 -q -L liveunion-rw "$stranger"
+before=$(sha256sum <"$stranger")
+require cd-boot cd_kvm_start persist-guards "$stranger" ""
+require cd-login vm_login
+check auto-says-why-none log_has 'liveunion: persistence: none: no partition labelled liveunion-rw and no liveunion-rw.img on /dev/sr0'
+check auto-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check stranger-not-mounted fails vm_run "grep -q '^/dev/vda ' /proc/mounts"
+require cd-poweroff vm_poweroff
+check stranger-untouched test "$before" = "$(sha256sum <"$stranger")"
+require cd-boot-named cd_kvm_start persist-guards "$stranger" "live.persist=LABEL=liveunion-rw"
+require cd-login-named vm_login
+check named-store-used log_has 'liveunion: persistence: store /dev/vda \(LABEL=liveunion-rw\), ext4'
+check named-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+require cd-poweroff-named vm_poweroff
+
+# 2. A store with an inconsistency only a human should repair: never mounted, never written.
+img=$PDIR/stick.img
+require stick-made make_stick "$img" --persist-size 16M
+store_copy "$img"
+debugfs -w -R "mkdir liveunion-v1" "$PDIR/store.fsck" >/dev/null 2>&1
+debugfs -w -R "write /etc/hostname liveunion-v1/f" "$PDIR/store.fsck" >/dev/null 2>&1
+ino=$(debugfs -R "stat liveunion-v1/f" "$PDIR/store.fsck" 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
+debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
+# as the kernel leaves it once it has met the damage: state "errors" (a clean-marked store is not force-checked)
+debugfs -w -R "ssv state 2" "$PDIR/store.fsck" >/dev/null 2>&1
+require store-corrupted fails sh -c "e2fsck -n '$PDIR/store.fsck' >/dev/null 2>&1"
+read -r off _ < <(part_of "$img" 3)
+dd if="$PDIR/store.fsck" of="$img" bs=512 seek=$((off / 512)) conv=notrunc status=none
+sum=$(part_sum "$img")
+require bad-boot kvm_start persist-guards "$img" ""
+require bad-login vm_login
+check bad-store-message log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): e2fsck -n exit [0-9]+: errors that need a human \(run e2fsck /dev/sd[a-z]3 by hand\); the store is left untouched and not mounted, changes go to tmpfs'
+check bad-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check bad-root-writable vm_run "echo w >/etc/w && cat /etc/w"
+check bad-store-not-mounted fails vm_run "grep -q '/run/live/store ' /proc/mounts"
+require bad-poweroff vm_poweroff
+check bad-store-byte-for-byte test "$sum" = "$(part_sum "$img")"
+
+# 3. Full: the store (16M), then a tmpfs upper; a warning each time, and the shell still answers.
+img2=$PDIR/stick2.img
+require stick2-made make_stick "$img2" --persist-size 16M
+require full-boot kvm_start persist-guards "$img2" ""
+require full-login vm_login
+check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=32" 60
+check store-fill-says-enospc out_has 'No space left on device'
+check store-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
+check store-still-answers vm_run "rm /home/big && sync && echo alive-$tag"
+check store-alive out_is "alive-$tag"
+check store-back-announced vm_wait 'liveunion: the upper layer /run/live/upper is back to [0-9]+% used' 30
+check store-full-in-syslog vm_run "grep -q 'upper layer /run/live/upper is FULL' /var/log/messages || logread | grep -q 'is FULL'"
+require full-poweroff vm_poweroff
+check store-clean-after-full store_fsck "$img2"
+require tmpfs-boot kvm_start persist-guards "$img2" "live.persist=off live.size=8M"
+require tmpfs-login vm_login
+check tmpfs-says-off log_has 'liveunion: persistence: none: live.persist=off'
+check tmpfs-fill-to-93 vm_run "dd if=/dev/zero of=/big93 bs=1k count=\$((8192 * 93 / 100)) && sync"
+check tmpfs-90-announced vm_wait 'liveunion: the upper layer /run/live/upper is 9[0-9]% full \([0-9]+ KiB left\)' 30
+check tmpfs-fill-fails fails vm_run "dd if=/dev/zero of=/big bs=1M count=16" 60
+check tmpfs-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
+check tmpfs-still-answers vm_run "echo alive-$tag"
+check tmpfs-alive out_is "alive-$tag"
+vm_stop
+finish
