@@ -71,10 +71,19 @@ else
 	else
 		command -v mkfs.exfat >/dev/null || die "mkfs.exfat missing (Debian package exfatprogs)"
 		mkfs.exfat -L LIVEUNION-D "$part" >/dev/null || die "mkfs.exfat on the file $part failed"
-		# No mtools for exFAT: copy through a loop mount in a private mount namespace.
+		# No mtools for exFAT: copy through a mount in a private mount namespace, the kernel's exFAT
+		# driver or else exfat-fuse (kernels built without exFAT).
+		if grep -qw exfat /proc/filesystems || modprobe -q exfat 2>/dev/null; then
+			how='mount -t exfat'
+		elif command -v mount.exfat-fuse >/dev/null; then
+			how='mount.exfat-fuse'
+		else
+			die "this kernel cannot mount exFAT and exfat-fuse is missing: apt-get install -y exfat-fuse"
+		fi
 		# shellcheck disable=SC2016 # the script is expanded by the inner sh
-		unshare -m sh -c 'set -e; d=$(mktemp -d); mount -o loop "$1" "$d"; cp "$2" "$d/"; umount "$d"; rmdir "$d"' \
-			sh "$part" "$work/liveunion-rw.img" || die "copying liveunion-rw.img onto the exFAT failed"
+		unshare -m sh -c 'set -e; d=$(mktemp -d); l=$(losetup -f --show "$1"); trap "losetup -d $l; rmdir $d" EXIT
+			$3 "$l" "$d"; cp "$2" "$d/"; sync; umount "$d"' \
+			sh "$part" "$work/liveunion-rw.img" "$how" || die "copying liveunion-rw.img onto the exFAT failed ($how)"
 		ptype=07
 	fi
 fi
