@@ -4,8 +4,14 @@
 
 ISO_LABEL=LIVEUNION
 ISO_SYSLINUX=/usr/lib/syslinux/modules/bios
-# Extra layer files (NN-name.squashfs) a profile or a test adds on top of 10-base.
+# Extra layers a profile or a test adds on top of 10-base: NN-name.squashfs files, or NN-name directories
+# (an overlay upper directory keeps its whiteouts and opaque markers: made into a squashfs as root).
 ISO_EXTRA_LAYERS=${ISO_EXTRA_LAYERS:-}
+# dm-verity hash tree per layer (live/NN-name.verity) and the root hashes on the kernel command line of
+# both menus. 0: none (test images with more layers than the command line has room for).
+ISO_VERITY=${ISO_VERITY:-1}
+# Room for live.verify= on the command line (x86 kernels keep 2048 bytes, the menus add ~120).
+ISO_VERIFY_MAX=1800
 GRUB_MODULES="normal configfile search search_fs_uuid search_label iso9660 fat part_gpt part_msdos linux echo test serial terminal efi_gop efi_uga all_video gzio sleep"
 
 # iso_uuid HASH: the 16-digit ISO9660 modification date the init and GRUB look for: the build date plus
@@ -37,6 +43,33 @@ iso_esp() {
 	mcopy -m -i "$d/efi.img" "$efi" ::/EFI/BOOT/BOOTX64.EFI || die "mcopy of GRUB to the ESP failed"
 }
 
+# iso_dir_layer DIR WORKDIR: the squashfs of a layer directory (owners, device nodes, xattrs as they are:
+# whiteouts are 0/0 character devices, opaque directories carry trusted.overlay.opaque), fixed times.
+iso_dir_layer() {
+	local d=$1 out
+	out=$2/$(basename "$d").squashfs
+	mkdir -p "$2"
+	env -u SOURCE_DATE_EPOCH mksquashfs "$d" "$out.tmp" -noappend -quiet -no-progress -comp zstd -b 256K \
+		-xattrs -mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null ||
+		die "mksquashfs of layer directory $d failed"
+	mv "$out.tmp" "$out"
+	printf '%s\n' "$out"
+}
+
+# iso_verity LAYER: writes LAYER's hash tree beside it (NN-name.verity) and prints the root hash.
+# Salt and UUID come from the layer's content, so the same layer gives the same bytes (reproducible).
+iso_verity() {
+	local l=$1 v=${1%.squashfs}.verity s out
+	# dm-verity covers whole 4 KiB blocks; zeros after a squashfs image are never read by it
+	[ $(($(stat -c %s "$l") % 4096)) -eq 0 ] || truncate -s %4096 "$l" || die "cannot pad $l to 4 KiB"
+	s=$(sha256sum <"$l" | cut -c1-64)
+	out=$(veritysetup format --hash=sha256 --data-block-size=4096 --hash-block-size=4096 --salt="$s" \
+		--uuid="${s:0:8}-${s:8:4}-4${s:13:3}-8${s:17:3}-${s:20:12}" "$l" "$v") || die "veritysetup format $l failed"
+	chmod 0644 "$v"
+	touch -d "@$SOURCE_DATE_EPOCH" "$v"
+	printf '%s\n' "$out" | sed -n 's/^Root hash:[[:space:]]*\([0-9a-f]*\)$/\1/p'
+}
+
 # shellcheck disable=SC2086 # ISO_EXTRA_LAYERS is a word list
 stage_iso() {
 	iso_assemble "$OUT/liveunion.iso" "$OUT/iso" iso $ISO_EXTRA_LAYERS
@@ -47,13 +80,24 @@ stage_iso() {
 # (another path, work directory and stamp) from the same outputs without running any stage again.
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
 iso_assemble() {
-	local iso=$1 w=$2 stamp=$3 h uuid grubuuid cmdline t l
+	local iso=$1 w=$2 stamp=$3 h uuid grubuuid cmdline t l root verify='' layers=()
 	shift 3
+	for l in "$@"; do
+		if [ -d "$l" ]; then
+			case "$(basename "$l")" in
+			[0-9][0-9]-*) layers+=("$(iso_dir_layer "$l" "$w.layers")") ;;
+			*) die "extra layer directory $l is not named NN-name" ;;
+			esac
+		else
+			layers+=("$l")
+		fi
+	done
+	set -- "${layers[@]}"
 	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" "$@"; do
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
-	h=$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" "$@" \
-		"$TOP/iso" "$TOP/VERSION")
+	h=$(printf 'verity=%s\n%s\n' "$ISO_VERITY" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
+		"$OUT/rootfs/10-base.squashfs" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
@@ -73,6 +117,15 @@ iso_assemble() {
 		*) die "extra layer $l is not named NN-name.squashfs" ;;
 		esac
 	done
+	if [ "$ISO_VERITY" = 1 ]; then
+		for l in "$t"/live/*.squashfs; do
+			root=$(iso_verity "$l")
+			[ -n "$root" ] || die "no root hash from veritysetup for $l"
+			verify="${verify:+$verify,}$(basename "$l" .squashfs):$root"
+		done
+		[ ${#verify} -le $ISO_VERIFY_MAX ] || die "the root hashes of $# extra layer(s) make live.verify= ${#verify} bytes, more than the kernel command line holds; merge layers or build with ISO_VERITY=0 (unverified)"
+		cmdline="$cmdline live.verify=$verify"
+	fi
 	cp /usr/lib/ISOLINUX/isolinux.bin "$t/isolinux/"
 	for l in ldlinux.c32 menu.c32 libutil.c32 libcom32.c32; do
 		cp "$ISO_SYSLINUX/$l" "$t/isolinux/" || die "missing $ISO_SYSLINUX/$l (package syslinux-common)"

@@ -20,12 +20,16 @@ const struct key_def key_table[K_COUNT] = {
 	[K_PANIC] = {"panic", T_FLAG, "0", "on failure print the report, then exit PID 1 so the kernel panics (no shell)", 0},
 	[K_INIT] = {"init", T_PATH, "/sbin/init", "program started in the live root", 0},
 	[K_LAYERS] = {"layers", T_STRING, "",
-		"comma-separated layer names to stack (e.g. 10-base,20-desktop); empty: every live/NN-name.squashfs", 0},
+		"comma-separated layers to stack (10-base,20-desktop or base,desktop); -name excludes one (-20-desktop); "
+		"empty: every live/NN-name.squashfs", 0},
 	[K_PERSIST] = {"persist", T_STRING, "",
 		"persistence store: empty/auto = a partition labelled liveunion-rw or a liveunion-rw.img on the boot disk only; "
 		"off; LABEL=x, UUID=x or PARTUUID=x on any disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0},
-	[K_VERIFY] = {"verify", T_STRING, "", "reserved for dm-verity root hashes (not implemented yet; ignored)", 0},
-	[K_CHECK] = {"check", T_FLAG, "0", "reserved for a medium check (not implemented yet; ignored)", 0},
+	[K_VERIFY] = {"verify", T_STRING, "",
+		"dm-verity root hashes, name:hex,... (the boot menus carry them): every layer is mounted through dm-verity "
+		"and must be listed; off: no verification (a warning); empty: unverified (a warning)", 0},
+	[K_CHECK] = {"check", T_FLAG, "0",
+		"read every layer fully at boot (through dm-verity when verifying) and stop naming a layer that fails", 0},
 	[K_DEBUG] = {"debug", T_FLAG, "0", "more messages from the init", 0},
 	[K_PERSISTRO] = {"persist.ro", T_FLAG, "0", "the store is an extra read-only lower layer; changes go to tmpfs", 0},
 	[K_PERSISTRESET] = {"persist.reset", T_FLAG, "0",

@@ -32,7 +32,8 @@ struct key_def {
 	unsigned long long max; /* T_UINT: largest accepted value */
 };
 
-#define VALUE_MAX 256
+/* x86 kernels keep at most 2048 bytes of command line; live.verify= holds ~75 per layer. */
+#define VALUE_MAX 2048
 
 /* A size is either a percentage of RAM or a byte count. */
 struct size_spec {

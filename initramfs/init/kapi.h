@@ -4,6 +4,7 @@
 #ifndef LIVE_KAPI_H
 #define LIVE_KAPI_H
 #include <stdint.h>
+#include <sys/ioctl.h>
 
 #define LOOP_SET_FD 0x4C00
 #define LOOP_CLR_FD 0x4C01
@@ -43,6 +44,36 @@ struct live_open_how {
 	uint64_t flags, mode, resolve;
 };
 #define LIVE_RESOLVE_IN_ROOT 0x10u
+
+/* device-mapper (linux/dm-ioctl.h, interface version 4) */
+#define LIVE_DM_NAME_LEN 128
+#define LIVE_DM_UUID_LEN 129
+struct live_dm_ioctl {
+	uint32_t version[3];
+	uint32_t data_size, data_start, target_count;
+	int32_t open_count;
+	uint32_t flags, event_nr, padding;
+	uint64_t dev;
+	char name[LIVE_DM_NAME_LEN];
+	char uuid[LIVE_DM_UUID_LEN];
+	char data[7];
+};
+struct live_dm_target_spec {
+	uint64_t sector_start, length;
+	int32_t status;
+	uint32_t next;
+	char target_type[16];
+};
+#define LIVE_DM_IOCTL_NR(cmd) _IOWR(0xfd, cmd, struct live_dm_ioctl)
+#define LIVE_DM_DEV_CREATE LIVE_DM_IOCTL_NR(3)
+#define LIVE_DM_DEV_REMOVE LIVE_DM_IOCTL_NR(4)
+#define LIVE_DM_DEV_SUSPEND LIVE_DM_IOCTL_NR(6)
+#define LIVE_DM_TABLE_LOAD LIVE_DM_IOCTL_NR(9)
+#define LIVE_DM_READONLY_FLAG 1u
+
+/* cdrom */
+#define LIVE_CDROMEJECT 0x5309
+#define LIVE_CDROM_GET_CAPABILITY 0x5331
 
 #define LIVE_RAMFS_MAGIC 0x858458f6u
 #define LIVE_TMPFS_MAGIC 0x01021994u

@@ -61,7 +61,7 @@ static void warn_msg(void *ctx, const char *text)
 
 static void print_plan(const struct plan *p, const char *title)
 {
-	static char buf[16384];
+	static char buf[65536]; /* 128 layers with dm-verity */
 	char *line, *save = NULL;
 
 	if (plan_print(p, buf, sizeof(buf)) == 0)
@@ -73,7 +73,7 @@ static void print_plan(const struct plan *p, const char *title)
 
 static void save_plan(const struct plan *p)
 {
-	static char buf[16384];
+	static char buf[65536]; /* 128 layers with dm-verity */
 	size_t n = plan_print(p, buf, sizeof(buf)), off = 0;
 	int fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 
@@ -171,8 +171,6 @@ int main(int argc, char **argv)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
 	log_debug_enable(p.debug);
-	if (p.verify[0] || p.check)
-		msg("live.verify= and live.check are reserved in this version and ignored");
 	argv[0] = p.init;
 	print_plan(&p, "plan:");
 	save_plan(&p);

@@ -52,6 +52,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	copy(p->layer_filter, sizeof(p->layer_filter), c->v[K_LAYERS].s);
 	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
 	copy(p->verify, sizeof(p->verify), c->v[K_VERIFY].s);
+	p->verify_mode = !p->verify[0] ? VERIFY_NONE : strcmp(p->verify, "off") == 0 ? VERIFY_OFF : VERIFY_ON;
 	copy(p->persist_flags, sizeof(p->persist_flags),
 	     c->v[K_PERSISTRO].flag ? (c->v[K_PERSISTRESET].flag ? "ro,reset" : "ro") : (c->v[K_PERSISTRESET].flag ? "reset" : ""));
 	copy(p->persist_paths, sizeof(p->persist_paths), c->v[K_PERSISTPATHS].s);
@@ -87,16 +88,40 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct layer *)a)->name, ((const struct layer *)b)->name);
 }
 
-static bool in_filter(const char *filter, const char *name)
+/* A live.layers= entry names a layer by its whole stem (20-desktop) or without the number (desktop). */
+static bool entry_names(const char *entry, size_t len, const char *stem)
 {
-	size_t n = strlen(name);
+	size_t n = strlen(stem);
+
+	return (len == n && strncmp(entry, stem, n) == 0) || (len == n - 3 && strncmp(entry, stem + 3, len) == 0);
+}
+
+/* Whether an include (want_exclude false) or an exclude entry of the filter names stem. */
+static bool in_filter(const char *filter, const char *stem, bool want_exclude)
+{
+	const char *p = filter;
+
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+		bool ex = l > 0 && p[0] == '-';
+
+		if (l > 0 && ex == want_exclude && entry_names(p + ex, l - ex, stem))
+			return true;
+		p += l + (e ? 1 : 0);
+	}
+	return false;
+}
+
+static bool filter_has_includes(const char *filter)
+{
 	const char *p = filter;
 
 	while (*p) {
 		const char *e = strchr(p, ',');
 		size_t l = e ? (size_t)(e - p) : strlen(p);
 
-		if (l == n && strncmp(p, name, n) == 0)
+		if (l > 0 && p[0] != '-')
 			return true;
 		p += l + (e ? 1 : 0);
 	}
@@ -116,24 +141,37 @@ static int errf(char *err, size_t elen, const char *fmt, ...)
 
 int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen)
 {
-	int i, count = 0;
+	static char stems[MAX_LAYERS * 4][64];
+	int i, j, count = 0, nstems = 0;
 	const char *f;
+	bool includes = filter_has_includes(p->layer_filter);
+	size_t xl = 0;
 
+	p->layers_excluded[0] = '\0';
 	for (i = 0; i < n; i++) {
 		struct layer *l;
 		char stem[64];
 
 		if (layer_stem(files[i], stem, sizeof(stem)) != 0)
 			continue;
-		if (p->layer_filter[0] && !in_filter(p->layer_filter, stem))
+		if (nstems < (int)(sizeof(stems) / sizeof(stems[0])))
+			memcpy(stems[nstems++], stem, strlen(stem) + 1);
+		if ((includes && !in_filter(p->layer_filter, stem, false)) || in_filter(p->layer_filter, stem, true)) {
+			int w = snprintf(p->layers_excluded + xl, sizeof(p->layers_excluded) - xl, "%s%s", xl ? "," : "", stem);
+
+			if (w > 0 && (size_t)w < sizeof(p->layers_excluded) - xl)
+				xl += (size_t)w;
 			continue;
+		}
 		if (count == MAX_LAYERS)
 			return errf(err, elen, "more than %d layers", MAX_LAYERS);
 		l = &p->layer[count++];
 		memset(l, 0, sizeof(*l));
 		memcpy(l->name, stem, strlen(stem) + 1);
-		l->loop = -1;
+		l->loop = l->hash_loop = l->dm_minor = -1;
 		if (snprintf(l->file, sizeof(l->file), "%s/medium/live/%s", p->run_live, files[i]) >= (int)sizeof(l->file) ||
+		    snprintf(l->hash_file, sizeof(l->hash_file), "%s/medium/live/%s.verity", p->run_live, stem) >=
+			    (int)sizeof(l->hash_file) ||
 		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir))
 			return errf(err, elen, "path of layer %s too long", stem);
 	}
@@ -141,25 +179,60 @@ int plan_set_layers(struct plan *p, const char *const files[], int n, char *err,
 	for (i = 1; i < count; i++)
 		if (strcmp(p->layer[i].name, p->layer[i - 1].name) == 0)
 			return errf(err, elen, "layer %s given twice", p->layer[i].name);
-	/* Every layer the user named must exist: booting without one would be a different system. */
+	/* Every layer the user named, to keep or to leave out, must exist: a typo would silently boot
+	 * a different system. */
 	for (f = p->layer_filter; *f;) {
 		const char *e = strchr(f, ',');
 		size_t l = e ? (size_t)(e - f) : strlen(f);
+		size_t ex = l > 0 && f[0] == '-';
 		bool found = false;
 
-		for (i = 0; i < count; i++)
-			if (strlen(p->layer[i].name) == l && strncmp(p->layer[i].name, f, l) == 0)
+		for (j = 0; j < nstems; j++)
+			if (entry_names(f + ex, l - ex, stems[j]))
 				found = true;
-		if (l && !found)
-			return errf(err, elen, "live.layers= names %.*s, which is not on the medium as live/%.*s.squashfs",
-				    (int)l, f, (int)l, f);
+		if (l > ex && !found)
+			return errf(err, elen, "live.layers= names %.*s, which is not on the medium as live/[NN-]%.*s.squashfs",
+				    (int)l, f, (int)(l - ex), f + ex);
 		f += l + (e ? 1 : 0);
 	}
 	if (count == 0)
 		return errf(err, elen, "no live/NN-name.squashfs layer on the medium%s",
-			    p->layer_filter[0] ? " matches live.layers=" : "");
+			    p->layer_filter[0] ? " is left by live.layers=" : "");
 	p->nlayers = count;
 	return count;
+}
+
+int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen)
+{
+	const char *p = spec;
+	size_t n = strlen(name), i;
+	int found = 0;
+
+	if (hlen)
+		hash[0] = '\0';
+	while (*p) {
+		const char *e = strchr(p, ',');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
+
+		if (l > n && p[n] == ':' && strncmp(p, name, n) == 0) {
+			size_t hl = l - n - 1;
+
+			if (found++)
+				return errf(err, elen, "live.verify= lists layer %s twice", name);
+			if (hl < 32 || hl % 2 || hl + 1 > hlen)
+				return errf(err, elen, "live.verify= root hash of layer %s has %zu digits", name, hl);
+			for (i = 0; i < hl; i++)
+				if (!isxdigit((unsigned char)p[n + 1 + i]))
+					return errf(err, elen, "live.verify= root hash of layer %s is not hexadecimal", name);
+			memcpy(hash, p + n + 1, hl);
+			hash[hl] = '\0';
+		}
+		p += l + (e ? 1 : 0);
+	}
+	if (!found)
+		return errf(err, elen, "live.verify= has no root hash for layer %s (the boot menu and the medium "
+				       "do not belong together, or the layer was added to the medium later)", name);
+	return 0;
 }
 
 bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
@@ -221,7 +294,10 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	put(&o, "layers=");
 	for (i = 0; i < p->nlayers; i++)
 		put(&o, "%s%s", i ? "," : "", p->layer[i].name);
-	put(&o, "\n");
+	put(&o, "\nlayers.excluded=%s\n", p->layers_excluded);
+	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
+	    p->verify_mode == VERIFY_ON ? "on" : p->verify_mode == VERIFY_OFF ? "off" : "none", p->verify_result,
+	    p->check_result);
 	for (i = 0; i < p->nlayers; i++) {
 		const struct layer *l = &p->layer[i];
 
@@ -229,6 +305,8 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 		    l->name, l->bytes);
 		if (l->loop >= 0)
 			put(&o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
+		if (l->dm_minor >= 0)
+			put(&o, "layer.%s.verity=/dev/dm-%d %s\n", l->name, l->dm_minor, l->root_hash);
 	}
 	put(&o, "toram.result=%s\n", p->toram_result);
 	put(&o, "persist.flags=%s\npersist.paths=%s\npersist.result=%s\n", p->persist_flags, p->persist_paths,

@@ -7,8 +7,10 @@
 #include "medium.h"
 #include "plan_steps.h"
 
-#define MAX_LAYERS 32
+/* overlayfs stacks at most 500 lower layers; 128 keeps the plan small and is far more than a medium needs. */
+#define MAX_LAYERS 128
 #define PATH_LEN 256
+#define ROOT_HASH_LEN 128 /* hex digits; sha512 at most */
 
 struct layer {
 	char name[64];        /* "10-base" */
@@ -16,7 +18,15 @@ struct layer {
 	char dir[PATH_LEN];   /* its mount point under run_live/layers */
 	unsigned long long bytes;
 	int loop;             /* loop device number, -1 before attaching */
+	/* dm-verity (live.verify=): the hash tree file beside the layer, its loop device, the dm device */
+	char root_hash[ROOT_HASH_LEN + 1];
+	char hash_file[PATH_LEN];
+	int hash_loop;        /* -1 when not verified */
+	int dm_minor;         /* -1 when not verified; the layer is mounted from /dev/dm-N */
 };
+
+/* live.verify= forms. */
+enum verify_mode { VERIFY_NONE, VERIFY_OFF, VERIFY_ON };
 
 /* What the init found out before planning. */
 struct facts {
@@ -38,6 +48,7 @@ struct plan {
 	char persist_paths[VALUE_MAX]; /* live.persist.paths, then what was used */
 	bool persist_paths_active;     /* the store is mounted and only persist_paths go to it */
 	char verify[VALUE_MAX];
+	enum verify_mode verify_mode;
 
 	/* Where things go; a prefix makes the stack testable on a build host. */
 	char run_live[PATH_LEN]; /* /run/live */
@@ -52,6 +63,9 @@ struct plan {
 	struct iso_id id;
 	int nlayers;            /* bottom first */
 	struct layer layer[MAX_LAYERS];
+	char layers_excluded[VALUE_MAX]; /* layers on the medium that live.layers= left out */
+	char verify_result[200];
+	char check_result[200];
 	char toram_result[200];
 	char persist_result[PATH_LEN + 200];
 	int done;               /* steps finished, in order */
@@ -72,6 +86,9 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 /* Choose layers from the file names in live/ (any order); bottom first by name, live.layers= applied.
  * Returns the number chosen, -1 with why in err. Names that are not NN-name.squashfs are skipped. */
 int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen);
+/* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err
+ * (not listed, listed twice, not hex). */
+int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen);
 /* Whether copying the layers to RAM leaves enough memory; the why goes to note. */
 bool plan_toram_fits(const struct plan *p, char *note, size_t nlen);
 /* key=value lines. Returns the length written (truncated to len-1). */

@@ -16,6 +16,7 @@
 #include "kapi.h"
 #include "log.h"
 #include "util.h"
+#include "verity.h"
 
 int stack_medium(struct plan *p)
 {
@@ -117,6 +118,24 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* One line, bottom to top, as the overlay will stack them (the upper goes on top at step overlay). */
+static void print_stack(const struct plan *p)
+{
+	static char line[MAX_LAYERS * 66 + 64];
+	size_t used = 0;
+	int i, n;
+
+	line[0] = '\0';
+	for (i = 0; i < p->nlayers; i++) {
+		n = snprintf(line + used, sizeof(line) - used, "%s%s", i ? " " : "", p->layer[i].name);
+		if (n < 0 || (size_t)n >= sizeof(line) - used)
+			break;
+		used += (size_t)n;
+	}
+	msg("stack, bottom to top (%d layer(s)%s): %s", p->nlayers,
+	    p->verify_mode == VERIFY_ON ? ", dm-verity" : ", unverified", line);
+}
+
 int stack_layers(struct plan *p)
 {
 	static char names[MAX_LAYERS * 4][128];
@@ -147,6 +166,14 @@ int stack_layers(struct plan *p)
 	qsort(list, (size_t)n, sizeof(list[0]), by_name);
 	if (plan_set_layers(p, list, n, err, sizeof(err)) < 0)
 		return fail(ENOENT, "choose layers in %s: %s", live, err);
+	if (p->layers_excluded[0])
+		msg("live.layers=%s leaves out: %s", p->layer_filter, p->layers_excluded);
+	if (p->verify_mode == VERIFY_OFF)
+		msg("WARNING: live.verify=off: the layers are not verified; a damaged or altered medium is read as it is");
+	else if (p->verify_mode == VERIFY_NONE)
+		msg("WARNING: no live.verify= root hashes on the command line: the layers are not verified");
+	if (p->check && p->verify_mode != VERIFY_ON)
+		msg("live.check without dm-verity finds unreadable blocks only, not altered ones");
 	for (i = 0; i < p->nlayers; i++) {
 		struct layer *l = &p->layer[i];
 		struct stat st;
@@ -160,7 +187,12 @@ int stack_layers(struct plan *p)
 		lfd = loop_attach(l->file, &l->loop);
 		if (lfd < 0)
 			return -1;
-		text_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop);
+		/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear */
+		if (verity_layer(p, l, dev, sizeof(dev)) != 0 || (p->check && check_layer(l, dev) != 0)) {
+			if (close(lfd) != 0)
+				msg("close /dev/loop%d: %s", l->loop, strerror(errno));
+			return -1;
+		}
 		if (mount(dev, l->dir, "squashfs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0) {
 			int err2 = errno;
 
@@ -174,6 +206,11 @@ int stack_layers(struct plan *p)
 			return fail(errno, "close %s", dev);
 		msg("layer %s: %s on %s via %s (%llu bytes)", l->name, l->file, l->dir, dev, l->bytes);
 	}
+	text_fmt(p->verify_result, sizeof(p->verify_result), "%s",
+		 p->verify_mode == VERIFY_ON ? "every layer through dm-verity" : "not verified");
+	if (p->check)
+		text_fmt(p->check_result, sizeof(p->check_result), "passed: %d layer(s) read in full", p->nlayers);
+	print_stack(p);
 	return 0;
 }
 
@@ -214,6 +251,13 @@ static int overlay_fsopen(const struct plan *p, const char *upper, const char *w
 		*fallback = errno == ENOSYS;
 		return fail(errno, "fsopen overlay");
 	}
+#ifdef LIVE_TEST_NO_LOWERDIR_PLUS
+	/* tests/unit/init-stack.sh: the mount(2) path of pre-6.8 kernels, on a host that has the new API */
+	*fallback = 1;
+	if (close(fs) != 0)
+		msg("close overlay fs context: %s", strerror(errno));
+	return fail(EINVAL, "test: lowerdir+ refused");
+#endif
 	for (i = p->nlayers - 1; i >= 0; i--)
 		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", p->layer[i].dir, 0) != 0) {
 			/* "lowerdir+" is 6.8+; older kernels take the option string */
@@ -250,16 +294,21 @@ out:
 	return fail(i, "mount overlay on %s%s%s", p->newroot, n > 0 ? " (kernel: " : "", n > 0 ? why : "");
 }
 
+/* mount(2) copies one page of options: the layers are named relative to their common directory
+ * (run_live/layers, the working directory during the call), which fits a few hundred of them. */
 static int overlay_legacy(const struct plan *p, const char *upper, const char *work)
 {
 	static char opts[4096];
+	char layers[PATH_LEN + 16];
 	size_t used;
-	int i, n;
+	int i, n, rc;
 
+	if (path_fmt(layers, sizeof(layers), "%s/layers", p->run_live) != 0)
+		return -1;
 	n = snprintf(opts, sizeof(opts), "lowerdir=");
 	used = (size_t)n;
 	for (i = p->nlayers - 1; i >= 0; i--) {
-		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":", p->layer[i].dir);
+		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":", p->layer[i].name);
 		if (n < 0 || (size_t)n >= sizeof(opts) - used)
 			return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
 		used += (size_t)n;
@@ -267,7 +316,12 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 	n = snprintf(opts + used, sizeof(opts) - used, ",upperdir=%s,workdir=%s,xino=on", upper, work);
 	if (n < 0 || (size_t)n >= sizeof(opts) - used)
 		return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
-	return do_mount("overlay", p->newroot, "overlay", 0, opts);
+	if (chdir(layers) != 0)
+		return fail(errno, "chdir %s (the overlay lower layers are named from there)", layers);
+	rc = do_mount("overlay", p->newroot, "overlay", 0, opts);
+	if (chdir("/") != 0 && rc == 0)
+		return fail(errno, "chdir /");
+	return rc;
 }
 
 int stack_overlay(struct plan *p)

@@ -153,12 +153,12 @@ static void test_size(void)
 
 static void test_long_value(void)
 {
-	static char line[2000];
+	static char line[VALUE_MAX + 200];
 	struct cmdline c;
 
 	strcpy(line, "live.persist=");
-	memset(line + 13, 'a', 900);
-	line[913] = '\0';
+	memset(line + 13, 'a', VALUE_MAX + 50);
+	line[13 + VALUE_MAX + 50] = '\0';
 	strcat(line, " live.debug");
 	parse(line, &c);
 	CHECK_STR(c.v[K_PERSIST].s, "");

@@ -128,6 +128,8 @@ static void test_layers(void)
 	CHECK_STR(p.layer[0].file, "/run/live/medium/live/10-base.squashfs");
 	CHECK_STR(p.layer[2].dir, "/run/live/layers/20-desktop");
 	CHECK(p.layer[0].loop == -1, "no loop yet");
+	CHECK_STR(p.layer[0].hash_file, "/run/live/medium/live/10-base.verity");
+	CHECK(p.layer[0].hash_loop == -1 && p.layer[0].dm_minor == -1, "not verified yet");
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,15-tools,20-desktop\n") != NULL, "layers bottom first");
 
@@ -143,6 +145,78 @@ static void test_layers(void)
 	make("", &p);
 	CHECK(plan_set_layers(&p, files + 1, 1, err, sizeof(err)) == -1 && strstr(err, "no live/NN-name.squashfs"),
 	      "no layers: %s", err);
+
+	/* -name leaves one out of all; with a number or without */
+	make("live.layers=-15-tools", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 2, "excluded: %s", err);
+	CHECK_STR(p.layer[0].name, "10-base");
+	CHECK_STR(p.layer[1].name, "20-desktop");
+	CHECK_STR(p.layers_excluded, "15-tools");
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.excluded=15-tools\n") != NULL, "plan names both: %s", buf);
+	make("live.layers=-desktop,-tools", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	      "two excluded by name without number: %s", err);
+	CHECK(strstr(p.layers_excluded, "15-tools") && strstr(p.layers_excluded, "20-desktop"), "both named: %s",
+	      p.layers_excluded);
+	make("live.layers=base,desktop,-desktop", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	      "exclude wins over include: %s", err);
+	make("live.layers=-99-gone", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
+	      "excluding a layer that is not there is an error: %s", err);
+	make("live.layers=-10-base,-15-tools,-20-desktop", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
+	      "all excluded: %s", err);
+	make("live.layers=esktop", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
+}
+
+static void test_many_layers(void)
+{
+	static struct plan p;
+	static char names[MAX_LAYERS + 1][32];
+	const char *files[MAX_LAYERS + 1];
+	char err[256];
+	int i;
+
+	for (i = 0; i <= MAX_LAYERS; i++) {
+		snprintf(names[i], sizeof(names[i]), "%02d-l%d.squashfs", i % 100, i);
+		files[i] = names[i];
+	}
+	make("", &p);
+	CHECK(plan_set_layers(&p, files, 50, err, sizeof(err)) == 50, "50 layers: %s", err);
+	CHECK(plan_set_layers(&p, files, MAX_LAYERS, err, sizeof(err)) == MAX_LAYERS, "MAX_LAYERS layers: %s", err);
+	CHECK(plan_set_layers(&p, files, MAX_LAYERS + 1, err, sizeof(err)) == -1 && strstr(err, "more than"),
+	      "one more is refused: %s", err);
+}
+
+static void test_verify(void)
+{
+	static struct plan p;
+	const char *h1 = "0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc18a75d4423eacad4b30ce3";
+	char spec[400], hash[ROOT_HASH_LEN + 1], err[300];
+
+	make("", &p);
+	CHECK(p.verify_mode == VERIFY_NONE, "no live.verify: none");
+	make("live.verify=off", &p);
+	CHECK(p.verify_mode == VERIFY_OFF, "off");
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%.32s", h1, h1);
+	make(spec, &p);
+	CHECK(p.verify_mode == VERIFY_ON, "on");
+	CHECK(plan_verify_hash(p.verify, "10-base", hash, sizeof(hash), err, sizeof(err)) == 0, "found: %s", err);
+	CHECK_STR(hash, h1);
+	CHECK(plan_verify_hash(p.verify, "20-x", hash, sizeof(hash), err, sizeof(err)) == 0 && strlen(hash) == 32,
+	      "short (md5-sized) hash: %s", err);
+	CHECK(plan_verify_hash(p.verify, "10-bas", hash, sizeof(hash), err, sizeof(err)) == -1 &&
+	      strstr(err, "no root hash for layer 10-bas"), "a prefix is not the layer: %s", err);
+	CHECK(plan_verify_hash("10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", "10-base", hash, sizeof(hash), err,
+			       sizeof(err)) == -1 && strstr(err, "10-base"), "not hex: %s", err);
+	snprintf(spec, sizeof(spec), "10-base:%s,10-base:%s", h1, h1);
+	CHECK(plan_verify_hash(spec, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "twice"),
+	      "twice: %s", err);
+	CHECK(plan_verify_hash("10-base:abcd", "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 &&
+	      strstr(err, "4 digits"), "too short: %s", err);
 }
 
 static void test_toram(void)
@@ -204,6 +278,8 @@ int main(void)
 	test_match();
 	test_plan();
 	test_layers();
+	test_many_layers();
+	test_verify();
 	test_toram();
 	return t_summary();
 }

@@ -168,13 +168,77 @@ if drive "live.toram live.timeout=5"; then ok "toram stack built"; else
 	bad "toram stack built"
 	cat "$tmp/out"
 fi
-check "toram progress line" grep -Eq 'toram: [0-9]+ / [0-9]+ MiB \(100%\), [0-9.]+ MB/s' "$tmp/out"
+check "toram progress line" grep -Eq 'toram: [0-9.]+ / [0-9.]+ MiB \(100%\), [0-9.]+ MB/s' "$tmp/out"
+check "toram copy verified" grep -q 'live.toram: the RAM copy matches what was read' "$tmp/out"
 check "medium released" grep -q 'the medium .* is released' "$tmp/out"
 check "medium no longer mounted" sh -c "test -d '$run/layers/10-base/etc' && ! findmnt '$run/medium' >/dev/null"
 check "layers still readable after the medium is gone" test "$(cat "$root/etc/who")" = extra
 check "loop devices read the RAM copies" grep -q "$run/toram/10-base.squashfs" <<<"$(losetup -n -O BACK-FILE)"
 check "plan records the toram result" grep -q '^toram.result=copied .*medium released' "$run/plan"
 unstack
+
+# 5. live.layers=-name leaves one out; the stack is printed bottom to top.
+if drive "live.layers=-20-extra live.timeout=5"; then ok "stack without 20-extra built"; else
+	bad "stack without 20-extra built"
+	cat "$tmp/out"
+fi
+check "live.layers=-20-extra leaves it out" test "$(cat "$root/etc/who" 2>/dev/null)" = base
+check "the exclusion is said" grep -q 'live.layers=-20-extra leaves out: 20-extra' "$tmp/out"
+check "stack printed bottom to top" grep -q 'stack, bottom to top (1 layer(s), unverified): 10-base$' "$tmp/out"
+check "unverified boot warns" grep -q 'WARNING: no live.verify= root hashes' "$tmp/out"
+unstack
+drive "live.timeout=5" || true
+check "both layers printed bottom to top" grep -q 'stack, bottom to top (2 layer(s), unverified): 10-base 20-extra$' "$tmp/out"
+unstack
+losetup -d "$medium_loop" && medium_loop=
+[ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
+
+# 6. Fifty layers, through the new mount API and through mount(2) (pre-6.8 kernels, one page of options):
+# each adds a file, the top one wins /etc/who, and the stack is printed bottom to top.
+gcc -std=c11 -D_GNU_SOURCE -DLIVE_TEST_NO_LOWERDIR_PLUS -Wall -Wextra -Werror -I"$SRC" \
+	-o "$B/init-stack-driver-legacy" "$TOP/tests/unit/init-stack-driver.c" "${init_srcs[@]}"
+mkdir -p "$tmp/iso50/live"
+cp "$tmp/iso/live/10-base.squashfs" "$tmp/iso50/live/"
+want50=10-base
+for i in $(seq 11 59); do
+	mkdir -p "$tmp/l$i/layers" "$tmp/l$i/etc"
+	echo "$i" >"$tmp/l$i/layers/$i"
+	echo "layer$i" >"$tmp/l$i/etc/who"
+	mksquashfs "$tmp/l$i" "$tmp/iso50/live/$i-l$i.squashfs" -noappend -quiet -all-root >/dev/null
+	want50="$want50 $i-l$i"
+done
+xorriso -as mkisofs -quiet -V LIVEUNION --modification-date=2026010112345650 -o "$tmp/m50.iso" "$tmp/iso50" 2>/dev/null
+medium_loop=$(losetup -f --show -r "$tmp/m50.iso")
+ln=${medium_loop#/dev/}
+sys=$tmp/sys50 dev=$tmp/dev50
+mkdir -p "$sys/$ln" "$dev"
+cat "/sys/class/block/$ln/size" >"$sys/$ln/size"
+ln -s "$medium_loop" "$dev/$ln"
+if [ "$medium_type" = squashfs ]; then
+	mksquashfs "$tmp/iso50" "$tmp/m50.sqfs" -noappend -quiet -all-root >/dev/null
+	medium_sq_loop=$(losetup -f --show -r "$tmp/m50.sqfs")
+	stand_in=("squashfs:$medium_sq_loop")
+fi
+for driver in init-stack-driver init-stack-driver-legacy; do
+	if "$B/$driver" "$sys" "$dev" "$run" "$root" "live.medium=UUID=2026010112345650 live.timeout=5 live.debug" \
+		"${stand_in[@]}" >"$tmp/out" 2>&1; then
+		ok "$driver: 50 layers stacked"
+	else
+		bad "$driver: 50 layers stacked"
+		tail -n 20 "$tmp/out"
+	fi
+	check "$driver: 50 layers printed bottom to top" grep -qF "stack, bottom to top (50 layer(s), unverified): $want50" "$tmp/out"
+	check "$driver: top layer wins" test "$(cat "$root/etc/who" 2>/dev/null)" = layer59
+	check "$driver: every layer's file is there" test "$(find "$root/layers" -mindepth 1 2>/dev/null | wc -l)" = 49
+	check "$driver: base under them" test -x "$root/bin/fake-init"
+	if [ "$driver" = init-stack-driver-legacy ]; then
+		check "legacy: mount(2) was used" grep -q 'new mount API refused' "$tmp/out"
+		check "legacy: lowerdir named relative" grep -q 'lowerdir=59-l59:58-l58:' <<<"$(findmnt -n -o OPTIONS "$root")"
+	else
+		check "new API: lowerdir+ used" grep -q 'lowerdir+=' <<<"$(findmnt -n -o OPTIONS "$root")"
+	fi
+	unstack
+done
 losetup -d "$medium_loop" && medium_loop=
 [ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
 check "no loop device left pointing into the test" \
