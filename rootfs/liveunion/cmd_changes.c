@@ -140,6 +140,18 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 		lu_node_free(&b);
 }
 
+/* A directory that could not be read, or that changed while it was: the answer
+ * would mix two states, so it is an error, never silently passed over. */
+static void dir_failed(struct ch *c, const char *path, int err)
+{
+	if (err == ESTALE)
+		fprintf(stderr, PROG " changes: %s/: a layer changed while it was read; run again on a "
+			"store that is not in use\n", path);
+	else
+		fprintf(stderr, PROG " changes: read directory %s/: %s\n", path, strerror(err));
+	c->errors++;
+}
+
 static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb,
 		     int full)
 {
@@ -151,32 +163,53 @@ static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, c
 		/* only the names the upper itself holds (whiteouts included) */
 		char real[PATH_MAX];
 		struct dirent *de;
+		struct stat s0, s1;
 		DIR *dd;
 		lu_real_path(c->full, 0, *path ? path + 1 : "", real, sizeof real);
-		if (!(dd = opendir(real))) {
-			fprintf(stderr, PROG " changes: %s: %s\n", real, strerror(errno));
-			c->errors++;
+		if (!(dd = opendir(real)) || fstat(dirfd(dd), &s0) < 0) {
+			dir_failed(c, path, errno);
+			if (dd)
+				closedir(dd);
 			return;
 		}
-		while ((de = readdir(dd)))
+		errno = 0;
+		while ((de = readdir(dd))) {
 			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 				diff_name(c, path, fa, fb, de->d_name, 0);
+			errno = 0;
+		}
+		if (errno)
+			dir_failed(c, path, errno);
+		else if (fstat(dirfd(dd), &s1) < 0 || s1.st_mtim.tv_sec != s0.st_mtim.tv_sec ||
+			 s1.st_mtim.tv_nsec != s0.st_mtim.tv_nsec || s1.st_ctim.tv_sec != s0.st_ctim.tv_sec ||
+			 s1.st_ctim.tv_nsec != s0.st_ctim.tv_nsec)
+			dir_failed(c, path, ESTALE);
 		closedir(dd);
 		return;
 	}
-	if ((d = lu_opendir_node(c->full, fa))) {
-		while ((e = lu_readdir(d)))
+	if (!(d = lu_opendir_node(c->full, fa))) {
+		dir_failed(c, path, errno);
+		return;
+	}
+	while ((e = lu_readdir(d)))
+		diff_name(c, path, fa, fb, e->name, 1);
+	if (errno)
+		dir_failed(c, path, errno);
+	lu_closedir(d);
+	if (!fb)
+		return;
+	if (!(d = lu_opendir_node(c->base, fb))) {
+		dir_failed(c, path, errno);
+		return;
+	}
+	while ((e = lu_readdir(d)))
+		if (lu_lookup_child(c->full, fa, e->name, &t) == 0)
+			lu_node_free(&t);
+		else
 			diff_name(c, path, fa, fb, e->name, 1);
-		lu_closedir(d);
-	}
-	if (fb && (d = lu_opendir_node(c->base, fb))) {
-		while ((e = lu_readdir(d)))
-			if (lu_lookup_child(c->full, fa, e->name, &t) == 0)
-				lu_node_free(&t);
-			else
-				diff_name(c, path, fa, fb, e->name, 1);
-		lu_closedir(d);
-	}
+	if (errno)
+		dir_failed(c, path, errno);
+	lu_closedir(d);
 }
 
 int cmd_changes(int argc, char **argv)

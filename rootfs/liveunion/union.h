@@ -48,6 +48,12 @@ struct lu_contrib {        /* one layer's directory that takes part in a merged 
 	char *rel;             /* path inside the layer, "" for its root */
 };
 
+struct lu_watch {          /* a layer probed for a directory that did not merge into it */
+	int layer;
+	char *rel;             /* the path looked up there: if it appears, or the whiteout or
+	                          non-directory found there goes, the merge changes */
+};
+
 struct lu_node {           /* result of a lookup */
 	struct stat st;        /* from the topmost layer that has the name */
 	int layer;             /* that layer */
@@ -55,6 +61,8 @@ struct lu_node {           /* result of a lookup */
 	int ndirs;             /* directories: layers that merge into it, top first */
 	struct lu_contrib *dirs;
 	int opaque;            /* directory hides everything below its last contrib */
+	int nwatch;            /* directories: the other layers probed (see lu_watch) */
+	struct lu_watch *watch;
 };
 
 struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o,
@@ -90,7 +98,10 @@ struct lu_dirent {
 struct lu_dir *lu_opendir(struct lu_union *u, const char *path);   /* NULL + errno */
 struct lu_dir *lu_opendir_node(struct lu_union *u, const struct lu_node *n);
 /* Next entry ("." and ".." are not returned). NULL with errno 0 at the end,
- * errno ESTALE if a contributing directory changed since opendir. */
+ * errno ESTALE if the merge may have changed since the lookup of the directory:
+ * a contributing directory changed (entries, xattrs, mode) or was replaced, or
+ * the place where another layer was probed changed (a directory appeared there,
+ * or the whiteout or non-directory that stopped the merge went). */
 const struct lu_dirent *lu_readdir(struct lu_dir *d);
 long lu_telldir(struct lu_dir *d);
 void lu_seekdir(struct lu_dir *d, long cookie);

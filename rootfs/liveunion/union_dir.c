@@ -4,7 +4,10 @@
  * cache), so telldir cookies are plain indexes that stay valid for the life of
  * the stream. Memory is proportional to this one directory. The contributing
  * directories stay open and are re-checked, so a change in any layer while the
- * caller iterates is reported (ESTALE) rather than mixed into the listing. */
+ * caller iterates is reported (ESTALE) rather than mixed into the listing. The
+ * layers that were probed but did not merge in are watched too: the nearest
+ * existing directory above the probed path changes when a directory appears
+ * there or when the whiteout or non-directory that stopped the merge goes. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,10 +39,17 @@ struct dstate {
 	struct stat st;        /* at snapshot time */
 };
 
+struct wstate {
+	int layer;
+	char *anc;             /* nearest existing ancestor of the probed path */
+	struct stat st;
+};
+
 struct lu_dir {
 	struct lu_union *u;
-	int n;
+	int n, nw;
 	struct dstate *d;
+	struct wstate *w;
 	char *names;
 	size_t nlen, ncap;
 	struct ent *e;
@@ -195,11 +205,56 @@ static int same_time(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
 }
 
+static int same_inode(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
+	       same_time(&a->st_mtim, &b->st_mtim) && same_time(&a->st_ctim, &b->st_ctim);
+}
+
+/* Find and stat the watch point of the probed path REL in LAYER: its parent
+ * directory, or the nearest ancestor that exists. */
+static int watch_init(struct lu_dir *d, struct wstate *w, int layer, const char *rel)
+{
+	char *sl;
+
+	w->layer = layer;
+	if (!(w->anc = strdup(rel)))
+		return -ENOMEM;
+	do {
+		sl = strrchr(w->anc, '/');
+		if (sl)
+			*sl = '\0';
+		else
+			w->anc[0] = '\0';
+		if (fstatat(lu_layer_fd(d->u, layer), *w->anc ? w->anc : ".", &w->st,
+			    AT_SYMLINK_NOFOLLOW) == 0)
+			return 0;
+		if (errno != ENOENT && errno != ENOTDIR)
+			return -errno;
+	} while (*w->anc);
+	return -errno;   /* the layer's root itself is gone */
+}
+
+static int watches_changed(struct lu_dir *d)
+{
+	struct stat st;
+
+	for (int i = 0; i < d->nw; i++) {
+		struct wstate *w = &d->w[i];
+		if (fstatat(lu_layer_fd(d->u, w->layer), *w->anc ? w->anc : ".", &st,
+			    AT_SYMLINK_NOFOLLOW) < 0 || !same_inode(&st, &w->st))
+			return 1;
+	}
+	return 0;
+}
+
 static int layers_changed(struct lu_dir *d, int deep)
 {
 	struct stat st;
 	int i;
 
+	if (watches_changed(d))
+		return 1;
 	for (i = 0; i < d->n; i++) {
 		struct dstate *ds = &d->d[i];
 		if (fstat(ds->fd, &st) < 0 || !same_time(&st.st_mtim, &ds->st.st_mtim) ||
@@ -236,6 +291,8 @@ static int snapshot(struct lu_dir *d)
 				return r;
 		if (!d->changed && !layers_changed(d, 0))
 			return 0;
+		if (watches_changed(d))
+			break;   /* the lookup itself is out of date: reading again cannot help */
 	}
 	d->changed = 1;   /* keep the last listing, but say it may be mixed */
 	return 0;
@@ -256,6 +313,16 @@ struct lu_dir *lu_opendir_node(struct lu_union *u, const struct lu_node *n)
 		return NULL;
 	}
 	d->u = u;
+	if (n->nwatch && !(d->w = calloc((size_t)n->nwatch, sizeof *d->w))) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	/* watch points first: a change between them and the snapshot shows as one */
+	for (i = 0; i < n->nwatch; i++) {
+		d->nw = i + 1;
+		if ((r = watch_init(d, &d->w[i], n->watch[i].layer, n->watch[i].rel)) < 0)
+			goto fail;
+	}
 	for (i = 0; i < n->ndirs; i++) {
 		struct dstate *ds = &d->d[i];
 		ds->layer = n->dirs[i].layer;
@@ -353,6 +420,9 @@ int lu_closedir(struct lu_dir *d)
 		free(d->d[i].rel);
 	}
 	free(d->d);
+	for (i = 0; i < d->nw; i++)
+		free(d->w[i].anc);
+	free(d->w);
 	free(d->names);
 	free(d->e);
 	free(d->hash);

@@ -131,6 +131,9 @@ void lu_node_free(struct lu_node *n)
 	for (i = 0; i < n->ndirs; i++)
 		free(n->dirs[i].rel);
 	free(n->dirs);
+	for (i = 0; i < n->nwatch; i++)
+		free(n->watch[i].rel);
+	free(n->watch);
 	free(n->rel);
 	memset(n, 0, sizeof *n);
 }
@@ -273,6 +276,29 @@ static int add_contrib(struct lu_node *out, int layer, const char *rel, int xwh)
 	return 0;
 }
 
+static int add_watch(struct lu_node *out, int layer, const char *rel)
+{
+	struct lu_watch *w = realloc(out->watch, (size_t)(out->nwatch + 1) * sizeof *w);
+
+	if (!w)
+		return -ENOMEM;
+	out->watch = w;
+	w[out->nwatch].layer = layer;
+	if (!(w[out->nwatch].rel = strdup(rel)))
+		return -ENOMEM;
+	out->nwatch++;
+	return 0;
+}
+
+static void drop_watches(struct lu_node *out)
+{
+	for (int i = 0; i < out->nwatch; i++)
+		free(out->watch[i].rel);
+	free(out->watch);
+	out->watch = NULL;
+	out->nwatch = 0;
+}
+
 /* NAME inside the merged directory P. */
 int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name,
 		    struct lu_node *out)
@@ -311,6 +337,9 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 				      rel, sizeof rel, &stop);
 		}
 		if (r < 0)
+			goto done;
+		/* every layer looked at that does not merge in is a place to watch */
+		if (h->kind != HIT_DIR && (r = add_watch(out, layer, rel)) < 0)
 			goto done;
 		if (h->kind == HIT_NONE) {
 			if (stop)
@@ -369,6 +398,8 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 			break;
 	}
 	r = found ? 0 : -ENOENT;
+	if (found && !S_ISDIR(out->st.st_mode))
+		drop_watches(out);   /* only directory streams use them */
 done:
 	free(h);
 	if (r < 0)

@@ -10,6 +10,10 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 #include "union.h"
+#ifdef __SANITIZE_ADDRESS__
+/* from ASan's runtime (gcc ships no header for it) */
+size_t __sanitizer_get_current_allocated_bytes(void);
+#endif
 
 static int passed, failed;
 static char top[4096];
@@ -189,6 +193,161 @@ static void test_cookies_and_changes(void)
 	lu_close(u);
 }
 
+/* Read the whole stream of DIR; CHANGE (once, after AFTER entries) alters a layer.
+ * Returns the entries read, *ERR the errno at the end, *SAW if NAME was returned. */
+static int read_all(struct lu_dir *d, int after, void (*change)(void), const char *name, int *err, int *saw)
+{
+	const struct lu_dirent *e;
+	int n = 0;
+
+	*saw = 0;
+	while ((e = lu_readdir(d))) {
+		*saw |= name && !strcmp(e->name, name);
+		if (++n == after && change)
+			change();
+	}
+	*err = errno;
+	return n;
+}
+
+static void ch_big(void) { put("l1/big/late", "z"); }
+static void ch_newdir(void) { mk("l1/w"); put("l1/w/c", "c"); }
+static void ch_unwhite(void) { if (unlink(P("l1/s")) < 0) perror("unlink"); }
+static void ch_replace(void)
+{
+	if (rename(P("l1/r"), P("l1/r.old")) < 0) perror("rename");
+	mk("l1/r");
+	put("l1/r/b", "2");   /* same names as before: only the directory is another */
+}
+static void ch_opaque(void) { xa("l0/o", "trusted.overlay.opaque", "y"); }
+static void ch_elsewhere(void) { put("l1/other/new", "n"); put("l0/w/../other2", "n"); }
+
+static void expect_stale(const char *dir, int after, void (*change)(void), const char *what)
+{
+	struct lu_union *u = stack(3, LU_NS_TRUSTED);
+	struct lu_dir *d;
+	int n, err, saw;
+
+	if (!u || !(d = lu_opendir(u, dir))) {
+		CHECK(0, "%s: open %s", what, dir);
+		lu_close(u);
+		return;
+	}
+	n = read_all(d, after, change, NULL, &err, &saw);
+	CHECK(err == ESTALE && lu_dir_changed(d), "%s: reported as ESTALE (errno %d, %d entries)", what, err, n);
+	lu_closedir(d);
+	lu_close(u);
+}
+
+static void test_changes_in_layers(void)
+{
+	struct lu_union *u;
+	struct lu_dir *d;
+	const struct lu_dirent *e;
+	char name[64], at[64] = "";
+	int i, n, err, saw;
+	long cookie = -1;
+
+	/* mid-stream: 10,000 entries, a lower layer changes after 100 of them */
+	mk("l0/big"); mk("l1/big");
+	for (i = 0; i < 10000; i++) {
+		snprintf(name, sizeof name, "l%d/big/e%05d", i % 2, i);
+		put(name, "");
+	}
+	if ((u = stack(2, 0)) && (d = lu_opendir(u, "/big"))) {
+		n = read_all(d, 100, ch_big, "late", &err, &saw);
+		CHECK(err == ESTALE && n < 10000 && !saw,
+		      "change while reading: ESTALE before the end, never mixed (n=%d errno=%d)", n, err);
+		lu_closedir(d);
+	}
+	lu_close(u);
+	/* a layer that had no directory there gets one */
+	mk("l0/w"); put("l0/w/a", "a"); mk("l2/w"); put("l2/w/b", "b");
+	expect_stale("/w", 1, ch_newdir, "directory appears in a layer that did not contribute");
+	/* the whiteout that stopped the merge goes */
+	mk("l0/s"); put("l0/s/a", "a"); wh("l1/s"); mk("l2/s"); put("l2/s/b", "b");
+	expect_stale("/s", 1, ch_unwhite, "whiteout below a directory removed");
+	/* a contributing directory renamed away and another put in its place */
+	mk("l0/r"); put("l0/r/a", "a"); mk("l1/r"); put("l1/r/b", "b");
+	expect_stale("/r", 1, ch_replace, "contributing directory replaced");
+	/* an overlay xattr set on a contributing directory */
+	mk("l0/o"); put("l0/o/a", "a"); mk("l1/o"); put("l1/o/b", "b");
+	expect_stale("/o", 1, ch_opaque, "contributing directory made opaque");
+	/* no false alarm: changes in directories that play no part */
+	mk("l1/other");
+	if ((u = stack(3, LU_NS_TRUSTED)) && (d = lu_opendir(u, "/w"))) {
+		n = read_all(d, 1, ch_elsewhere, NULL, &err, &saw);
+		CHECK(err == 0 && !lu_dir_changed(d) && n == 3, "unrelated change not reported (n=%d errno=%d)", n, err);
+		lu_closedir(d);
+	}
+	lu_close(u);
+	/* cookies stay valid for the life of the stream, across a reported change */
+	if ((u = stack(2, 0)) && (d = lu_opendir(u, "/big"))) {
+		for (i = 0; (e = lu_readdir(d)); i++)
+			if (i == 7777) {
+				cookie = lu_telldir(d) - 1;
+				snprintf(at, sizeof at, "%s", e->name);
+			}
+		put("l0/big/later", "z");
+		lu_rewinddir(d);
+		while (lu_readdir(d))
+			;
+		CHECK(errno == ESTALE, "second change reported (errno %d)", errno);
+		lu_seekdir(d, cookie);
+		e = lu_readdir(d);
+		CHECK(e && !strcmp(e->name, at), "cookie still names the same entry after a change");
+		lu_closedir(d);
+	}
+	lu_close(u);
+}
+
+static void test_memory(void)
+{
+#ifdef __SANITIZE_ADDRESS__
+	struct lu_union *u;
+	struct lu_dir *d;
+	size_t base, small1 = 0, small2 = 0, big = 0;
+	char name[64];
+	int i;
+
+	mk("l0/m"); mk("l0/m/small"); mk("l1/m"); mk("l1/m/huge"); mk("l1/m/small");
+	for (i = 0; i < 10; i++) {
+		snprintf(name, sizeof name, "l%d/m/small/s%d", i % 2, i);
+		put(name, "");
+	}
+	if ((u = stack(2, 0))) {
+		base = __sanitizer_get_current_allocated_bytes();
+		if ((d = lu_opendir(u, "/m/small"))) {
+			small1 = __sanitizer_get_current_allocated_bytes() - base;
+			lu_closedir(d);
+		}
+		lu_close(u);
+	}
+	for (i = 0; i < 20000; i++) {
+		snprintf(name, sizeof name, "l1/m/huge/h%05d", i);
+		put(name, "");
+	}
+	if ((u = stack(2, 0))) {
+		base = __sanitizer_get_current_allocated_bytes();
+		if ((d = lu_opendir(u, "/m/small"))) {
+			small2 = __sanitizer_get_current_allocated_bytes() - base;
+			lu_closedir(d);
+		}
+		base = __sanitizer_get_current_allocated_bytes();
+		if ((d = lu_opendir(u, "/m/huge"))) {
+			big = __sanitizer_get_current_allocated_bytes() - base;
+			lu_closedir(d);
+		}
+		lu_close(u);
+	}
+	printf("memory: 10-entry stream %zu bytes (%zu before a 20000-entry sibling), 20000-entry stream %zu bytes (%zu per entry)\n",
+	       small2, small1, big, big / 20000);
+	CHECK(small1 && small1 == small2 && small2 < 128 * 1024,
+	      "a small directory's stream does not grow with the tree (%zu, then %zu bytes)", small1, small2);
+	CHECK(big > small2 && big / 20000 < 128, "a stream costs under 128 bytes per entry (%zu)", big / 20000);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -199,6 +358,8 @@ int main(int argc, char **argv)
 	test_parse();
 	test_rules();
 	test_cookies_and_changes();
+	test_changes_in_layers();
+	test_memory();
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }

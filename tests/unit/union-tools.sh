@@ -126,6 +126,8 @@ expect "flatten to squashfs equals the kernel's merge" diff <(tree_sum m) <(tree
 expect "flatten dates the squashfs from SOURCE_DATE_EPOCH" \
 	sh -c "unsquashfs -s out.squashfs | grep -q 'time Tue Nov 14 22:13:20 2023'"
 umount sq
+"$LU" flatten store.img l0 l1.squashfs -o flat-img
+expect "flatten of an ext4 store image + squashfs layer equals the kernel's merge" diff <(tree_sum m) <(tree_sum flat-img)
 # without root trusted.* xattrs are unreadable: use a store marked the userxattr way
 chmod 755 "$T"; mkdir nob; chown nobody nob
 cp -a S S2
@@ -150,6 +152,27 @@ umount m
 expect "flatten refuses an existing output directory" sh -c "! '$LU' flatten l0 l1 -o flat 2>/dev/null"
 expect "inputs were not written" test "$before" = "$(tree_sum l0; tree_sum l1; tree_sum S)"
 expect "image inputs were not written" test "$isum" = "$(sha256sum l1.squashfs store.img)"
+
+# a store mounted and in use: an ext4 store (room for 20000 more files) under a writable overlay
+truncate -s 64M live.img; mkfs.ext4 -q -N 30000 -d S live.img; mkdir live lm
+mount -o loop live.img live
+mount -t overlay o -o "lowerdir=$T/l0:$T/l1,upperdir=$T/live/upper,workdir=$T/live/work,xino=on" lm
+expect "changes on a store in use equals the unmounted answer" \
+	sh -c "'$LU' changes live --lower l0 l1 | sort | cmp -s - got.sorted"
+echo late >lm/etc/late; rm lm/etc/hostname
+expect "changes on a store in use sees writes through the overlay" \
+	sh -c "'$LU' changes --machine live --lower l0 l1 >live.txt && grep -qP '^added\tf\t/etc/late\t' live.txt && grep -qP '^deleted\tf\t/etc/hostname\t' live.txt"
+# a layer written while it is read: reported, exit 1, never a mixed answer
+mkdir lm/busy; for i in $(seq 20000); do : >"lm/busy/f$i"; done
+writer() { local i=0; while :; do : >"$1/w$i"; rm -f "$1/w$((i - 50))"; i=$((i + 1)); done; }
+writer lm/busy & wpid=$!
+sleep 0.3
+if "$LU" changes live --lower l0 l1 >/dev/null 2>busy.err; then no "changes refuses a store written while it reads"
+else expect "changes refuses a store written while it reads" grep -q "changed while it was read" busy.err; fi
+if "$LU" flatten live l0 l1 -o flat-busy 2>busy.err; then no "flatten refuses a layer written while it reads"
+else expect "flatten refuses a layer written while it reads" grep -q "changed while reading" busy.err; fi
+kill "$wpid"; wait "$wpid" 2>/dev/null || true
+umount lm; umount live
 
 # status
 printf 'medium=UUID=2026120300000000\nlayers=10-base\nupper=tmpfs\n' >plan
