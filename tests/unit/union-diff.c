@@ -3,7 +3,13 @@
  * `liveunion changes` of the top layer over the rest must account for exactly
  * the paths where the two kernel merges (with and without the top) differ.
  * Run as root inside `unshare -m` (it mounts a tmpfs and overlays).
- * usage: union-diff [-s SEED] [-n COUNT] [-f LIVEUNION] [-F EVERY] [-v] WORKDIR */
+ * usage: union-diff [-s SEED] [-i FIRST] [-n COUNT] [-f LIVEUNION] [-F EVERY]
+ *                   [-Q EVERY] [-C] [-x] [-M] [-v] WORKDIR
+ *   -F EVERY  flatten to a directory (and `changes`) on every EVERY-th stack
+ *   -Q EVERY  flatten to a squashfs (SOURCE_DATE_EPOCH set) on every EVERY-th stack
+ *   -C        fail unless every feature was exercised (see `struct cov`)
+ *   -x        stop at the first failing stack
+ *   -M        mutant: drop symlinks from the library's listing, to show the shrinker works */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -44,6 +50,15 @@ static unsigned rnd(unsigned n)
 }
 
 static char longname[256];
+static int no_xwh;          /* the host kernel ignores xattr whiteouts: do not make them */
+static int mutant;
+
+/* What the stacks exercised, counted where it had an effect on the merge. */
+struct cov {
+	long layers[6], chr_wh, xwh[2], xwh_plain, opaque, redirect, hardlink, symlink,
+	     emptydir, longname, oddname, xattr, fifo, dev, file, dir;
+};
+static struct cov cov;
 static const char *const pool[] = { "a", "b", "c", "d", "a", "b", "c", "e", longname, "sp ace",
 	"-dash", "\xc3\xbcn\xc3\xaf", "tab\tname", "nl\nname", "*?[x", "...", ".hid", "back\\slash" };
 #define NPOOL (sizeof pool / sizeof pool[0])
@@ -75,6 +90,8 @@ static void gen(struct stack *s)
 			o->kind = (int)rnd(OP_KINDS);
 			if (o->kind == OP_REDIRECT && s->user)
 				o->kind = OP_DIR;   /* userxattr mounts refuse to follow redirects */
+			if (o->kind == OP_XWHITEOUT && no_xwh)
+				o->kind = OP_WHITEOUT;
 			rand_path(o->path, sizeof o->path);
 			o->mode = rnd(3) ? 0644 : rnd(2) ? 0755 : 04711;
 			o->t = 1000000000LL + rnd(1000000);
@@ -101,6 +118,10 @@ static void gen(struct stack *s)
 				break;
 			case OP_XATTR:
 				snprintf(o->arg, sizeof o->arg, "user.t%u", rnd(3));
+				break;
+			case OP_XWHITEOUT:
+				if (!rnd(4))
+					strcpy(o->arg, "unmarked");   /* parent not opaque=x */
 				break;
 			}
 			s->nop++;
@@ -183,6 +204,8 @@ static void build(const struct stack *s, const char *dir)
 				char par[4096], v[4];
 				close(fd);
 				ovset(s, p, "whiteout", "");
+				if (o->arg[0])
+					break;
 				snprintf(par, sizeof par, "%s", p);
 				*strrchr(par, '/') = '\0';
 				snprintf(q, sizeof q, "%s.overlay.opaque", s->user ? "user" : "trusted");
@@ -284,10 +307,239 @@ static int run_flatten(const struct stack *s, const char *dir, const char *out)
 	argv[a++] = (char *)out;
 	argv[a] = NULL;
 	if ((pid = fork()) == 0) {
+		/* as under build.sh: mksquashfs would stamp it on every inode */
+		if (strstr(out, ".squashfs") && setenv("SOURCE_DATE_EPOCH", "1700000000", 1) < 0)
+			_exit(127);
 		execv(liveunion, argv);
 		_exit(127);
 	}
 	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+static int run_cmd(char *const argv[])
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
+}
+
+/* squashfs keeps whole seconds: " t=S.NNNNNNNNN" becomes " t=S" in a copy of L. */
+static void listing_seconds(const struct listing *l, struct listing *out)
+{
+	out->n = 0;
+	out->line = calloc(l->n + 1, sizeof *out->line);
+	for (size_t i = 0; out->line && i < l->n; i++) {
+		char *c = strdup(l->line[i]), *t = c ? strstr(c, " t=") : NULL, *dot;
+		if (t && (dot = strchr(t + 3, '.')) && strspn(dot + 1, "0123456789") == 9)
+			memmove(dot, dot + 10, strlen(dot + 10) + 1);
+		out->line[out->n++] = c;
+	}
+}
+
+static void drop_symlinks(struct listing *l)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		char *sp = strchr(l->line[i], ' ');
+		if (sp && sp[1] == 'l')
+			free(l->line[i]);
+		else
+			l->line[k++] = l->line[i];
+	}
+	l->n = k;
+}
+
+static int lexists(const char *dir, int l, const char *path, struct stat *st)
+{
+	char p[4200];
+
+	snprintf(p, sizeof p, "%s/l%d/%s", dir, l, path);
+	return lstat(p, st) == 0;
+}
+
+/* 1 if a layer below LAYER has PATH (a directory when WANT_DIR). */
+static int below(const struct stack *s, const char *dir, int layer, const char *path, int want_dir)
+{
+	struct stat st;
+
+	for (int l = layer + 1; l < s->nl; l++)
+		if (lexists(dir, l, path, &st) && (!want_dir || S_ISDIR(st.st_mode)))
+			return 1;
+	return 0;
+}
+
+static int has_ovx(const struct stack *s, const char *dir, int l, const char *path,
+		   const char *what, char *val, size_t sz)
+{
+	char p[4200], name[64];
+	ssize_t r;
+
+	snprintf(p, sizeof p, "%s/l%d/%s", dir, l, path);
+	snprintf(name, sizeof name, "%s.overlay.%s", s->user ? "user" : "trusted", what);
+	r = lgetxattr(p, name, val, sz);
+	return r >= 0 ? (int)r + 1 : 0;
+}
+
+/* Count, once per stack, each feature that took effect: a whiteout or opaque
+ * directory with something below it to hide, a redirect whose target exists
+ * below, and the kinds of entry the kernel's merge shows (KL). */
+static void tally(const struct stack *s, const char *dir, const struct listing *kl)
+{
+	struct cov c = { 0 };
+	struct stat st;
+	char v[900], tgt[1700];
+
+	c.layers[s->nl] = 1;
+	for (int i = 0; i < s->nop; i++) {
+		const struct op *o = &s->op[i];
+		if (s->skip[i] || !lexists(dir, o->layer, o->path, &st))
+			continue;
+		switch (o->kind) {
+		case OP_WHITEOUT:
+			if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) &&
+			    below(s, dir, o->layer, o->path, 0))
+				c.chr_wh = 1;
+			break;
+		case OP_XWHITEOUT:
+			if (S_ISREG(st.st_mode) && !st.st_size && has_ovx(s, dir, o->layer, o->path, "whiteout", v, sizeof v) &&
+			    below(s, dir, o->layer, o->path, 0)) {
+				if (o->arg[0])
+					c.xwh_plain = 1;
+				else
+					c.xwh[s->user] = 1;
+			}
+			break;
+		case OP_OPAQUE:
+			if (S_ISDIR(st.st_mode) && has_ovx(s, dir, o->layer, o->path, "opaque", v, sizeof v) == 2 &&
+			    v[0] == 'y' && below(s, dir, o->layer, o->path, 0))
+				c.opaque = 1;
+			break;
+		case OP_REDIRECT:
+			if (!S_ISDIR(st.st_mode) || !has_ovx(s, dir, o->layer, o->path, "redirect", v, sizeof v))
+				break;
+			if (o->arg[0] == '/') {
+				snprintf(tgt, sizeof tgt, "%s", o->arg + 1);
+			} else {
+				const char *sl = strrchr(o->path, '/');
+				snprintf(tgt, sizeof tgt, "%.*s%s%s", sl ? (int)(sl - o->path) : 0, o->path,
+					 sl ? "/" : "", o->arg);
+			}
+			if (below(s, dir, o->layer, tgt, 1))
+				c.redirect = 1;
+			break;
+		}
+	}
+	for (size_t i = 0; i < kl->n; i++) {
+		const char *ln = kl->line[i], *sp = strchr(ln, ' ');
+		size_t pl = sp ? (size_t)(sp - ln) : 0;
+		if (!sp)
+			continue;
+		switch (sp[1]) {
+		case 'f': c.file = 1; break;
+		case 'l': c.symlink = 1; break;
+		case 'p': c.fifo = 1; break;
+		case 'c': c.dev = 1; break;
+		case 'd':
+			c.dir = 1;
+			int kids = 0;
+			for (size_t j = 0; j < kl->n && !kids; j++)
+				kids = !strncmp(kl->line[j], ln, pl) && kl->line[j][pl] == '/';
+			if (!kids)
+				c.emptydir = 1;
+			break;
+		}
+		if (strstr(sp, " ="))
+			c.hardlink = 1;
+		if (strstr(sp, " x:user."))
+			c.xattr = 1;
+		if (memmem(ln, pl, "LLLLLLLLLLLLLLLL", 16))
+			c.longname = 1;
+		if (memchr(ln, '\\', pl) || memmem(ln, pl, "*?[", 3))
+			c.oddname = 1;
+	}
+	for (int l = 0; l < 6; l++)
+		cov.layers[l] += c.layers[l];
+	cov.chr_wh += c.chr_wh; cov.xwh[0] += c.xwh[0]; cov.xwh[1] += c.xwh[1];
+	cov.xwh_plain += c.xwh_plain; cov.opaque += c.opaque; cov.redirect += c.redirect;
+	cov.hardlink += c.hardlink; cov.symlink += c.symlink; cov.emptydir += c.emptydir;
+	cov.longname += c.longname; cov.oddname += c.oddname; cov.xattr += c.xattr;
+	cov.fifo += c.fifo; cov.dev += c.dev; cov.file += c.file; cov.dir += c.dir;
+}
+
+/* Prints what was exercised; returns the number of features below MIN stacks. */
+static int cov_report(long min)
+{
+	struct { const char *name; long n; int need; } f[] = {
+		{ "3 layers", cov.layers[3], 1 }, { "4 layers", cov.layers[4], 1 },
+		{ "5 layers", cov.layers[5], 1 }, { "files", cov.file, 1 }, { "dirs", cov.dir, 1 },
+		{ "empty dirs", cov.emptydir, 1 }, { "symlinks", cov.symlink, 1 },
+		{ "hard links", cov.hardlink, 1 }, { "fifos", cov.fifo, 1 }, { "devices", cov.dev, 1 },
+		{ "user xattrs", cov.xattr, 1 }, { "whiteouts 0/0 hiding", cov.chr_wh, 1 },
+		{ "xattr whiteouts hiding (trusted)", cov.xwh[0], !no_xwh },
+		{ "xattr whiteouts hiding (user)", cov.xwh[1], !no_xwh },
+		{ "xattr whiteouts hiding (dir not opaque=x)", cov.xwh_plain, !no_xwh },
+		{ "opaque dirs hiding", cov.opaque, 1 }, { "redirects followed", cov.redirect, 1 },
+		{ "255-byte names", cov.longname, 1 }, { "odd names", cov.oddname, 1 },
+	};
+	int low = 0;
+
+	printf("coverage (stacks where it took effect):");
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		printf("%s %s %ld", i ? "," : "", f[i].name, f[i].n);
+		if (f[i].need && f[i].n < min)
+			low++;
+	}
+	printf("\n");
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+		if (f[i].need && f[i].n < min)
+			printf("FAIL coverage: %s in %ld stacks, want >= %ld\n", f[i].name, f[i].n, min);
+	return low;
+}
+
+/* 1 if the kernel hides a lower file under an xattr whiteout (6.7 and later). */
+static int probe_xwh(int user)
+{
+	char b[4200], p[4200], opts[9000], name[64];
+	struct stat st;
+	int fd, ok = 0;
+
+	snprintf(b, sizeof b, "%s/probe", work);
+	rm_rf(b);
+	const char *dirs[] = { "", "/u", "/u/d", "/l", "/l/d", "/m" };
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(p, sizeof p, "%s%s", b, dirs[i]);
+		if (mkdir(p, 0755) < 0)
+			return 0;
+	}
+	snprintf(p, sizeof p, "%s/l/d/a", b);
+	if ((fd = open(p, O_WRONLY | O_CREAT, 0644)) < 0 || write(fd, "a", 1) != 1 || close(fd) < 0)
+		return 0;
+	snprintf(p, sizeof p, "%s/u/d/a", b);
+	if ((fd = open(p, O_WRONLY | O_CREAT, 0644)) < 0 || close(fd) < 0)
+		return 0;
+	snprintf(name, sizeof name, "%s.overlay.whiteout", user ? "user" : "trusted");
+	if (lsetxattr(p, name, "", 0, 0) < 0)
+		return 0;
+	snprintf(p, sizeof p, "%s/u/d", b);
+	snprintf(name, sizeof name, "%s.overlay.opaque", user ? "user" : "trusted");
+	if (lsetxattr(p, name, "x", 1, 0) < 0)
+		return 0;
+	snprintf(opts, sizeof opts, "lowerdir=%s/u:%s/l%s", b, b, user ? ",userxattr" : "");
+	snprintf(p, sizeof p, "%s/m", b);
+	if (mount("overlay", p, "overlay", MS_RDONLY, opts) == 0) {
+		snprintf(p, sizeof p, "%s/m/d/a", b);
+		ok = lstat(p, &st) < 0 && errno == ENOENT;
+		snprintf(p, sizeof p, "%s/m", b);
+		umount(p);
+	}
+	rm_rf(b);
+	return ok;
 }
 
 
@@ -402,10 +654,11 @@ static FILE *run_changes(const struct stack *s, const char *dir)
 	return popen(cmd, "r");
 }
 
-/* 0 same, 1 mismatch, -1 could not run. Prints the difference when LOUD. */
-static int check(const struct stack *s, int do_flatten, int loud)
+/* 0 same, 1 mismatch, -1 could not run. Prints the difference when LOUD;
+ * counts coverage when TALLY. */
+static int check(const struct stack *s, int do_flatten, int do_squash, int loud, int tally_it)
 {
-	char dir[4096], mnt[4096], opts[4096], flat[4096], err[256];
+	char dir[4096], mnt[4096], opts[4096], flat[4096], err[256], sq[4200], sqm[4200];
 	struct listing kl = { 0 }, ul = { 0 }, fl = { 0 };
 	char *layers[8];
 	int k = 0, res = -1, r;
@@ -415,8 +668,11 @@ static int check(const struct stack *s, int do_flatten, int loud)
 	snprintf(dir, sizeof dir, "%s/stack", work);
 	snprintf(mnt, sizeof mnt, "%s/mnt", work);
 	snprintf(flat, sizeof flat, "%s/flat", work);
+	snprintf(sq, sizeof sq, "%s/flat.squashfs", work);
+	snprintf(sqm, sizeof sqm, "%s/sqmnt", work);
 	rm_rf(dir);
 	rm_rf(flat);
+	unlink(sq);
 	if (mkdir(dir, 0755) < 0 || (mkdir(mnt, 0755) < 0 && errno != EEXIST))
 		return -1;
 	build(s, dir);
@@ -440,6 +696,8 @@ static int check(const struct stack *s, int do_flatten, int loud)
 			fprintf(stderr, "listing the kernel's mount: %s\n", strerror(-r));
 		goto out;
 	}
+	if (tally_it)
+		tally(s, dir, &kl);
 	if (!(u = lu_open(layers, s->nl, &lo, err, sizeof err))) {
 		fprintf(stderr, "lu_open: %s\n", err);
 		goto out;
@@ -449,6 +707,7 @@ static int check(const struct stack *s, int do_flatten, int loud)
 		if (loud)
 			fprintf(stderr, "library listing failed: %s\n", strerror(-r));
 		res = 1;
+	} else if (mutant && (drop_symlinks(&ul), 0)) {
 	} else if (listing_diff(&kl, &ul, 40, NULL)) {
 		if (loud) {
 			fprintf(stderr, "library differs from the kernel (- kernel, + library):\n");
@@ -468,6 +727,33 @@ static int check(const struct stack *s, int do_flatten, int loud)
 			}
 			res = 1;
 		}
+	}
+	if (!res && do_squash && liveunion) {
+		/* as a squashfs: whole-second mtimes, owners, xattrs, hard links, devices */
+		struct listing a = { 0 }, b = { 0 }, ql = { 0 };
+		char *mnt_argv[] = { "mount", "-o", "loop,ro", sq, sqm, NULL };
+		if ((mkdir(sqm, 0755) < 0 && errno != EEXIST) || run_flatten(s, dir, sq) < 0 ||
+		    run_cmd(mnt_argv) < 0) {
+			if (loud)
+				fprintf(stderr, "liveunion flatten -o FILE.squashfs failed (or its mount)\n");
+			res = 1;
+		} else {
+			r = list_real(sqm, lo.ns, 0, &ql);
+			if (umount(sqm) < 0)
+				perror("umount squashfs");
+			listing_seconds(&kl, &a);
+			listing_seconds(&ql, &b);
+			if (r < 0 || listing_diff(&a, &b, 40, NULL)) {
+				if (loud) {
+					fprintf(stderr, "flatten squashfs differs from the kernel (- kernel, + squashfs):\n");
+					listing_diff(&a, &b, 40, stderr);
+				}
+				res = 1;
+			}
+		}
+		listing_free(&a);
+		listing_free(&b);
+		listing_free(&ql);
 	}
 	if (!res && do_flatten && liveunion) {
 		/* the same stack read as an upper (l0) over its base: `changes` */
@@ -505,14 +791,16 @@ out:
 	return res;
 }
 
-static void minimise(struct stack *s, int do_flatten)
+/* Leave out one op at a time while the stack still fails, until no single op
+ * can go (two passes catch most ops freed by a later removal). */
+static void minimise(struct stack *s, int do_flatten, int do_squash)
 {
 	for (int pass = 0; pass < 2; pass++)
 		for (int i = s->nop - 1; i >= 0; i--) {
 			if (s->skip[i])
 				continue;
 			s->skip[i] = 1;
-			if (check(s, do_flatten, 0) != 1)
+			if (check(s, do_flatten, do_squash, 0, 0) != 1)
 				s->skip[i] = 0;
 		}
 }
@@ -520,18 +808,24 @@ static void minimise(struct stack *s, int do_flatten)
 int main(int argc, char **argv)
 {
 	unsigned long long seed = 1;
-	int count = 500, every = 1, c, pass = 0, fail = 0;
+	int count = 500, first = 0, every = 1, sq_every = 0, need_cov = 0, stop = 0, c, pass = 0, fail = 0;
 	char tmp[4096];
 
-	while ((c = getopt(argc, argv, "s:n:f:F:v")) != -1)
+	while ((c = getopt(argc, argv, "s:i:n:f:F:Q:CxMv")) != -1)
 		switch (c) {
 		case 's': seed = strtoull(optarg, NULL, 0); break;
+		case 'i': first = atoi(optarg); break;
 		case 'n': count = atoi(optarg); break;
 		case 'f': liveunion = optarg; break;
 		case 'F': every = atoi(optarg); break;
+		case 'Q': sq_every = atoi(optarg); break;
+		case 'C': need_cov = 1; break;
+		case 'x': stop = 1; break;
+		case 'M': mutant = 1; break;
 		case 'v': verbose = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-n COUNT] [-f LIVEUNION] [-F EVERY] [-v] WORKDIR\n", argv[0]);
+			fprintf(stderr, "usage: %s [-s SEED] [-i FIRST] [-n COUNT] [-f LIVEUNION] [-F EVERY] "
+				"[-Q EVERY] [-C] [-x] [-M] [-v] WORKDIR\n", argv[0]);
 			return 2;
 		}
 	if (optind + 1 != argc) {
@@ -545,30 +839,42 @@ int main(int argc, char **argv)
 		perror("mount tmpfs (run as root inside unshare -m)");
 		return 2;
 	}
-	for (int i = 0; i < count; i++) {
+	no_xwh = !probe_xwh(0) || !probe_xwh(1);
+	printf("xattr whiteouts (trusted.overlay.whiteout, user.overlay.whiteout): %s\n",
+	       no_xwh ? "not honoured by this kernel, not generated" : "honoured by this kernel, generated");
+	for (int i = first; i < first + count; i++) {
 		struct stack s;
 		int flat = liveunion && every > 0 && i % every == 0;
+		int squash = liveunion && sq_every > 0 && i % sq_every == 0;
 		rng = seed * 1000003ULL + (unsigned long long)i;
 		rnd(2);
 		gen(&s);
-		int r = check(&s, flat, 0);
+		int r = check(&s, flat, squash, 0, 1);
 		if (r == 0) {
 			pass++;
 		} else {
 			fail++;
-			fprintf(stderr, "FAIL stack %d (seed %llu):\n", i, seed);
+			fprintf(stderr, "FAIL stack %d (seed %llu), minimised:\n", i, seed);
 			if (r == 1)
-				minimise(&s, flat);
+				minimise(&s, flat, squash);
 			print_stack(&s, stderr);
-			check(&s, flat, 1);
+			check(&s, flat, squash, 1, 0);
+			fprintf(stderr, "# again: union-diff -s %llu -i %d -n 1%s%s -v WORKDIR\n", seed, i,
+				flat ? " -f LIVEUNION" : "", squash ? " -Q 1" : "");
 		}
 		free(s.op);
 		free(s.skip);
+		if (fail && stop)
+			break;
 	}
 	snprintf(tmp, sizeof tmp, "%s", work);
 	if (umount2(tmp, MNT_DETACH) < 0)
 		perror("umount tmpfs");
-	printf("union-diff: %d stacks, seed %llu\n", count, seed);
+	printf("union-diff: %d stacks from %d, seed %llu%s\n", pass + fail, first, seed,
+	       mutant ? " (mutant: symlinks dropped from the library's listing)" : "");
+	if (cov_report(need_cov ? (count + 99) / 100 : 0)) {
+		fail++;
+	}
 	printf("%d passed, %d failed\n", pass, fail);
 	return fail ? 1 : 0;
 }

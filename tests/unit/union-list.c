@@ -225,7 +225,8 @@ static int finish(struct recs *rs, struct listing *out)
 
 	if (!by || !grp)
 		return -ENOMEM;
-	qsort(rs->r, rs->n, sizeof *rs->r, cmp_path);
+	if (rs->n)   /* an empty tree (a minimised stack) has no array at all */
+		qsort(rs->r, rs->n, sizeof *rs->r, cmp_path);
 	for (i = 0; i < rs->n; i++)
 		by[i] = &rs->r[i];
 	qsort(by, rs->n, sizeof *by, cmp_id);
