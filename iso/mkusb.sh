@@ -101,7 +101,7 @@ log "$out: $(du -h --apparent-size "$out" | cut -f1), ISO + partition 3 ($([ "$m
 [ -n "$device" ] || exit 0
 # A real device: never one in use, never the disk the running system lives on.
 [ -b "$device" ] || die "$device is not a block device"
-[ "$(lsblk -ndo TYPE "$device")" = disk ] || die "$device is not a whole disk"
+case "$(lsblk -ndo TYPE "$device")" in disk | loop) ;; *) die "$device is not a whole disk" ;; esac
 if lsblk -nro MOUNTPOINT "$device" | grep -q .; then die "$device (or a partition of it) is mounted: refusing"; fi
 for m in / /boot /usr /home; do
 	src=$(findmnt -nvo SOURCE "$m" 2>/dev/null || true)
@@ -110,6 +110,9 @@ for m in / /boot /usr /home; do
 	if [ "/dev/${pk:-none}" = "$device" ] || [ "$src" = "$device" ]; then die "$device holds $m of this system: refusing"; fi
 done
 if grep -q "^$(basename "$device") " <(swapon --noheadings --raw 2>/dev/null | sed 's,^/dev/,,'); then die "$device is swap: refusing"; fi
+dev_bytes=$(lsblk -bndo SIZE "$device")
+[ "${dev_bytes:-0}" -ge "$(stat -c %s "$out")" ] ||
+	die "$device (${dev_bytes:-unknown} bytes) is smaller than the image ($(stat -c %s "$out") bytes)"
 lsblk -o NAME,SIZE,MODEL,TRAN "$device" >&2
 if [ "$yes" != 1 ]; then
 	printf 'Everything on %s will be overwritten. Type the device name (%s) to go on: ' "$device" "$device" >&2

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# summary: iso/mkusb.sh stick images (partition, FAT32 and exFAT image file) keep the ISO's bytes and add partition 3; --device refuses what is not a free whole disk and writes nothing unconfirmed
+set -uo pipefail
+export LC_ALL=C
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$TOP/out}
+ISO=$OUT/liveunion.iso
+pass=0 fail=0
+check() { local n=$1; shift; if "$@"; then echo "ok $n"; pass=$((pass + 1)); else echo "FAIL $n"; fail=$((fail + 1)); fi; }
+[ -f "$ISO" ] || { echo "FAIL $ISO missing: run ./build.sh first"; echo "0 passed, 1 failed"; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/mkusb-test.XXXXXX")
+loop=''
+trap '[ -n "$loop" ] && losetup -d "$loop"; rm -rf "$W"' EXIT
+mk() { bash "$TOP/iso/mkusb.sh" --iso "$ISO" "$@" 2>"$W/err"; }
+iso_kept() { cmp -s -n $(($(stat -c %s "$ISO") - 512)) -i 512 "$ISO" "$1"; }
+p3() { sfdisk -d "$1" 2>/dev/null | grep -q "^$1""3 : .*type=$2"; }
+label3() { # IMAGE: what blkid says of partition 3
+	local off size
+	read -r off size < <(partx -g -o START,SECTORS -n 3 "$1" | awk '{ print $1 * 512, $2 * 512 }')
+	dd if="$1" of="$W/p3" bs=512 skip=$((off / 512)) count=$((size / 512)) status=none
+	blkid -o value -s "$2" "$W/p3"
+}
+
+check part-image mk -o "$W/part.img" --persist-size 16M
+check part-iso-bytes-kept iso_kept "$W/part.img"
+check part-type-linux p3 "$W/part.img" 83
+check part-ext4-labelled test "$(label3 "$W/part.img" LABEL)" = liveunion-rw
+check file-image mk -o "$W/file.img" --persist-size 16M --file
+check file-iso-bytes-kept iso_kept "$W/file.img"
+check file-type-fat32 p3 "$W/file.img" c
+label3 "$W/file.img" TYPE >/dev/null
+check file-holds-image sh -c "mdir -i '$W/p3' ::liveunion-rw.img >/dev/null"
+check exfat-image mk -o "$W/exfat.img" --persist-size 16M --file --exfat
+check exfat-type p3 "$W/exfat.img" 7
+check exfat-is-exfat test "$(label3 "$W/exfat.img" TYPE)" = exfat
+check bad-size-refused sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/x.img' --persist-size lots 2>'$W/err' && grep -q 'persist-size' '$W/err'"
+check exfat-needs-file sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/x.img' --exfat 2>'$W/err' && grep -q -- '--exfat goes with --file' '$W/err'"
+
+# --device: never a character device, never the disk of this system (mounted), never unconfirmed
+check device-not-block sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/d.img' --device /dev/null 2>'$W/err' && grep -q 'not a block device' '$W/err'"
+root=$(findmnt -nvo SOURCE /)
+rootdisk=/dev/$(lsblk -ndo PKNAME "$root" 2>/dev/null)
+[ "$rootdisk" = /dev/ ] && rootdisk=$root
+check device-system-disk-refused sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/d.img' --device '$rootdisk' 2>'$W/err' && grep -Eq 'mounted|holds /' '$W/err'"
+truncate -s 64M "$W/target"
+loop=$(losetup -f --show "$W/target")
+before=$(sha256sum <"$W/target")
+check device-too-small-refused sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/d.img' --persist-size 128M --device '$loop' --yes 2>'$W/err' && grep -q 'smaller than the image' '$W/err'"
+check device-unconfirmed-writes-nothing sh -c "! setsid bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/d.img' --persist-size 16M --device '$loop' </dev/null >/dev/null 2>'$W/err'"
+check device-untouched test "$before" = "$(sha256sum <"$W/target")"
+check device-confirmed-written bash "$TOP/iso/mkusb.sh" --iso "$ISO" -o "$W/d.img" --persist-size 16M --device "$loop" --yes 2>"$W/err" || cat "$W/err"
+check device-holds-image cmp -s -n "$(stat -c %s "$W/d.img")" "$W/d.img" "$W/target"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
