@@ -135,6 +135,8 @@ iso_assemble() {
 	iso_esp "$w/esp" "$uuid" "$grubuuid"
 	printf '%s\n' "$cmdline" >"$w/cmdline"
 	printf '%s\n' "$uuid" >"$w/uuid"
+	# Directory records carry the tree's own times: fixed here, as everything else is.
+	find "$t" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} + || die "cannot set the dates of $t"
 	# SOURCE_DATE_EPOCH makes xorriso fix every file date and the GPT GUIDs; the modification date is our UUID.
 	xorriso -report_about SORRY -as mkisofs -o "$iso.tmp" \
 		-iso-level 3 -full-iso9660-filenames -joliet -joliet-long -rational-rock \

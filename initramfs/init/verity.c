@@ -295,6 +295,7 @@ int check_layer(const struct layer *l, const char *dev)
 	progress_start(&pr, what, l->bytes);
 	rc = read_range(l, fd, dev, 0, l->bytes, &pr);
 	if (close_dev(fd, dev, rc) != 0) {
+		progress_end(&pr); /* where it stopped */
 		msg("live.check: layer %s FAILED", l->name);
 		return -1;
 	}
