@@ -5,6 +5,7 @@
  * opaque or redirected directory both views are walked in full. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,9 +165,13 @@ static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, c
 		char real[PATH_MAX];
 		struct dirent *de;
 		struct stat s0, s1;
-		DIR *dd;
+		DIR *dd = NULL;
+		int fd;
 		lu_real_path(c->full, 0, *path ? path + 1 : "", real, sizeof real);
-		if (!(dd = opendir(real)) || fstat(dirfd(dd), &s0) < 0) {
+		fd = lu_openat_noatime(AT_FDCWD, real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0 && !(dd = fdopendir(fd)))
+			close(fd);
+		if (!dd || fstat(dirfd(dd), &s0) < 0) {
 			dir_failed(c, path, errno);
 			if (dd)
 				closedir(dd);

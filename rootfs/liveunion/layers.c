@@ -135,6 +135,8 @@ int layer_resolve(const char *arg, char *dir, size_t sz, int *store)
 	}
 	if (is_store(dir, dir, sz))
 		*store = 1;
+	else if (!S_ISDIR(st.st_mode))
+		*store = 2;   /* an image of a bare tree: what is beside its mount point means nothing */
 	return 0;
 }
 
@@ -149,16 +151,18 @@ int layer_looks_like_upper(const char *dir, int store, char *why, size_t whysz)
 			 "(no whiteouts, no xattrs)");
 		return 0;
 	}
-	if (store)
+	if (store == 1)
 		return 1;
 	snprintf(w, sizeof w, "%s/../work", dir);
-	if (access(w, F_OK) == 0)
+	if (store != 2 && access(w, F_OK) == 0)
 		return 1;
 	if (lgetxattr(dir, "trusted.overlay.origin", v, sizeof v) >= 0 ||
 	    lgetxattr(dir, "trusted.overlay.opaque", v, sizeof v) >= 0 ||
 	    lgetxattr(dir, "user.overlay.opaque", v, sizeof v) >= 0)
 		return 1;
-	snprintf(why, whysz, "no upper/ and work/ inside it, no work/ beside it, no overlay "
+	snprintf(why, whysz, store == 2 ? "an image with no upper/ and work/ inside it and no overlay "
+		 "xattrs on its root; pass --assume-upper if it really is one" :
+		 "no upper/ and work/ inside it, no work/ beside it, no overlay "
 		 "xattrs on it; pass --assume-upper if it really is one");
 	return 0;
 }

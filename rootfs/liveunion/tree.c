@@ -117,7 +117,8 @@ int xattrs_equal(const char *a, const char *b, unsigned ns)
 int files_equal(const char *a, const char *b)
 {
 	char x[65536], y[65536];
-	int fa = open(a, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), fb = open(b, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fa = lu_openat_noatime(AT_FDCWD, a, O_RDONLY | O_NOFOLLOW | O_CLOEXEC),
+	    fb = lu_openat_noatime(AT_FDCWD, b, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	int eq = fa >= 0 && fb >= 0;
 	ssize_t na, nb;
 

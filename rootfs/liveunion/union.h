@@ -83,6 +83,9 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 int lu_layer_fd(const struct lu_union *u, int layer);
 /* "layerdir/rel" into BUF, for readlink/getxattr/open on the real file. */
 int lu_real_path(const struct lu_union *u, int layer, const char *rel, char *buf, size_t sz);
+/* openat(2) read-only with O_NOATIME where allowed (root or the owner), so that
+ * reading a layer (a store on a stick) never writes its access times. */
+int lu_openat_noatime(int dfd, const char *path, int flags);
 /* Open the file content of a looked-up node read-only. */
 int lu_open_node(struct lu_union *u, const struct lu_node *n);
 

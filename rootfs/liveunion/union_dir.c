@@ -328,8 +328,8 @@ struct lu_dir *lu_opendir_node(struct lu_union *u, const struct lu_node *n)
 		ds->layer = n->dirs[i].layer;
 		ds->xwh = n->dirs[i].xwh;
 		ds->rel = strdup(n->dirs[i].rel);
-		ds->fd = openat(lu_layer_fd(u, ds->layer), *ds->rel ? ds->rel : ".",
-				O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		ds->fd = lu_openat_noatime(lu_layer_fd(u, ds->layer), *ds->rel ? ds->rel : ".",
+					   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (!ds->rel || ds->fd < 0) {
 			r = ds->rel ? -errno : -ENOMEM;
 			d->n = i + 1;

@@ -475,10 +475,18 @@ int lu_stat(struct lu_union *u, const char *path, struct stat *st)
 	return 0;
 }
 
+int lu_openat_noatime(int dfd, const char *path, int flags)
+{
+	int fd = openat(dfd, path, flags | O_NOATIME);
+
+	/* EPERM: neither the owner nor CAP_FOWNER; the kernel then ignores nothing */
+	return fd < 0 && errno == EPERM ? openat(dfd, path, flags) : fd;
+}
+
 int lu_open_node(struct lu_union *u, const struct lu_node *n)
 {
-	int fd = openat(u->fd[n->layer], *n->rel ? n->rel : ".",
-			O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int fd = lu_openat_noatime(u->fd[n->layer], *n->rel ? n->rel : ".",
+				   O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
 	return fd < 0 ? -errno : fd;
 }

@@ -109,6 +109,12 @@ isum=$(sha256sum l1.squashfs store.img)
 if cmp -s img.sorted got.sorted; then ok "changes on ext4 store image + squashfs layer"
 else no "changes on ext4 store image + squashfs layer"; diff want.sorted img.sorted; cat err.txt; fi
 expect "no loop device left behind" sh -c "! losetup -a | grep -q '$T'"
+# an image of a plain tree is no upper, whatever lies beside its mount point
+# (/tmp/work here, on a /tmp of this namespace only)
+mount -t tmpfs private-tmp /tmp; mkdir /tmp/work
+if "$LU" changes l1.squashfs --lower l0 >/dev/null 2>refuse.txt; then no "refuses a squashfs of a plain tree as the upper"
+else expect "refuses a squashfs of a plain tree as the upper" grep -q "an image with no upper/" refuse.txt; fi
+umount /tmp
 
 # flatten: directory and squashfs outputs against the kernel's own merge
 mkdir m
@@ -173,6 +179,16 @@ if "$LU" flatten live l0 l1 -o flat-busy 2>busy.err; then no "flatten refuses a 
 else expect "flatten refuses a layer written while it reads" grep -q "changed while reading" busy.err; fi
 kill "$wpid"; wait "$wpid" 2>/dev/null || true
 umount lm; umount live
+
+# reading is not writing: no access time changes either (strictatime shows every one)
+mkdir at; mount -t tmpfs -o strictatime t at
+mkdir -p at/l1/d at/S/upper/d at/S/work
+echo a >at/l1/d/a; echo c >at/l1/d/c; echo b >at/S/upper/d/b; echo c2 >at/S/upper/d/c
+atimes() { (cd at && stat -c '%n %x' l1 l1/d l1/d/a l1/d/c S/upper S/upper/d S/upper/d/b S/upper/d/c); }
+before=$(atimes)
+"$LU" flatten at/S at/l1 -o flat-at && "$LU" changes at/S --lower at/l1 >/dev/null
+expect "flatten and changes leave access times of their inputs alone" test "$before" = "$(atimes)"
+umount at
 
 # status
 printf 'medium=UUID=2026120300000000\nlayers=10-base\nupper=tmpfs\n' >plan
