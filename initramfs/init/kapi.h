@@ -14,6 +14,9 @@
 #define LOOP_CTL_GET_FREE 0x4C82
 #define LIVE_LO_FLAGS_READ_ONLY 1u
 #define LIVE_LO_FLAGS_AUTOCLEAR 4u
+/* linux/fs.h: a file's block map (persist.c finds an image file's place on its FAT) */
+#define LIVE_FIBMAP 1
+#define LIVE_FIGETBSZ 2
 
 struct live_loop_info64 {
 	uint64_t lo_device, lo_inode, lo_rdevice, lo_offset, lo_sizelimit;

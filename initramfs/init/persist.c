@@ -127,7 +127,7 @@ static int list_devs(const char *disk, char names[][32], int max)
 	return n;
 }
 
-static int loop_rw(const char *file, bool ro, char *dev, size_t len)
+static int loop_rw(const char *file, bool ro, unsigned long long offset, unsigned long long size, char *dev, size_t len)
 {
 	struct live_loop_config cfg;
 	int ctl, lfd, ffd, nr, ok = -1;
@@ -147,6 +147,8 @@ static int loop_rw(const char *file, bool ro, char *dev, size_t len)
 	cfg.fd = (uint32_t)ffd;
 	/* autoclear: unmounting the store frees the device and with it the file on the FAT */
 	cfg.info.lo_flags = LIVE_LO_FLAGS_AUTOCLEAR | (ro ? LIVE_LO_FLAGS_READ_ONLY : 0);
+	cfg.info.lo_offset = offset;
+	cfg.info.lo_sizelimit = size;
 	text_fmt((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
 	ok = ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0 ? lfd : fail(errno, "attach %s to %s", file, dev);
 	if (ok < 0 && close(lfd) != 0)
@@ -159,14 +161,53 @@ out:
 	return ok;
 }
 
-/* Look for path on a FAT/exFAT partition; on success the partition stays mounted on s->host and
- * the image file is on a loop device (its fd returned, to close once the store is mounted). */
+/* Where the image file lies on the FAT/exFAT partition, if in one piece: *offset in bytes. The kernel's
+ * own block map (FIBMAP) is asked at every cluster, where a FAT file may jump. 0 contiguous, -1 not. */
+static int file_extent(const char *part, int fd, unsigned long long fsize, unsigned long long *offset)
+{
+	unsigned char boot[512];
+	unsigned long long nblocks, b, step = 1, cluster = 0;
+	int bsz = 0, first, phys, pfd;
+
+	if ((pfd = open(part, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (pread(pfd, boot, sizeof(boot), 0) == (ssize_t)sizeof(boot)) {
+		if (memcmp(boot + 3, "EXFAT   ", 8) == 0 && boot[0x6c] < 13 && boot[0x6d] < 26)
+			cluster = 1ULL << (boot[0x6c] + boot[0x6d]);
+		else
+			cluster = (unsigned long long)le16(boot + 0x0b) * boot[0x0d];
+	}
+	if (close(pfd) != 0 || ioctl(fd, LIVE_FIGETBSZ, &bsz) != 0 || bsz <= 0 || fsize == 0)
+		return -1;
+	if (cluster >= (unsigned long long)bsz && cluster % (unsigned long long)bsz == 0)
+		step = cluster / (unsigned long long)bsz;
+	nblocks = (fsize + (unsigned long long)bsz - 1) / (unsigned long long)bsz;
+	first = 0;
+	if (ioctl(fd, LIVE_FIBMAP, &first) != 0 || first <= 0)
+		return -1;
+	for (b = step; b <= nblocks; b += step) {
+		phys = (int)(b < nblocks ? b : nblocks - 1);
+		if (ioctl(fd, LIVE_FIBMAP, &phys) != 0 || (unsigned long long)phys != (unsigned long long)first + (b < nblocks ? b : nblocks - 1))
+			return -1;
+		if (b >= nblocks)
+			break;
+	}
+	*offset = (unsigned long long)first * (unsigned long long)bsz;
+	return 0;
+}
+
+/* Look for path on a FAT/exFAT partition. A contiguous image file is attached straight from the
+ * partition (loop with offset and size): the FAT itself is never mounted read-write, so it is never left
+ * "dirty" by a power-off. A fragmented one goes through a read-write mount of the FAT, which then
+ * stays mounted on s->host. Returns the loop fd (close it once the store is mounted) or -1. */
 static int image_on(const char *part, const char *path, struct store *s)
 {
 	static const char *const types[] = {"vfat", "exfat"};
 	char file[PATH_LEN * 2];
+	unsigned long long offset = 0, fsize = 0;
+	struct stat st;
 	size_t i;
-	int fd;
+	int fd, ffd, direct = -1;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) == 0)
@@ -174,13 +215,40 @@ static int image_on(const char *part, const char *path, struct store *s)
 	if (i == sizeof(types) / sizeof(types[0]))
 		return -1;
 	text_fmt(file, sizeof(file), "%s/%s", s->host, path[0] == '/' ? path + 1 : path);
-	if (access(file, F_OK) != 0 ||
-	    (!s->ro && mount(NULL, s->host, NULL, MS_REMOUNT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0)) {
+	if ((ffd = open(file, O_RDONLY | O_CLOEXEC)) >= 0) {
+		if (fstat(ffd, &st) == 0 && S_ISREG(st.st_mode)) {
+			fsize = (unsigned long long)st.st_size;
+			direct = file_extent(part, ffd, fsize, &offset);
+		}
+		if (close(ffd) != 0)
+			msg("close %s: %s", file, strerror(errno));
+	}
+	if (ffd < 0 || fsize == 0) {
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
 		return -1;
 	}
-	if ((fd = loop_rw(file, s->ro, s->dev, sizeof(s->dev))) < 0) {
+	if (direct == 0) {
+		if (umount(s->host) != 0) {
+			msg("umount %s: %s", s->host, strerror(errno));
+			return -1;
+		}
+		if ((fd = loop_rw(part, s->ro, offset, fsize, s->dev, sizeof(s->dev))) < 0) {
+			msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
+			return -1;
+		}
+		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path, part + 5,
+			 types[i], offset, s->dev);
+		return fd;
+	}
+	msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted until "
+	    "power-off (other systems may then call it not cleanly unmounted)", path, part + 5, types[i]);
+	if (!s->ro && mount(NULL, s->host, NULL, MS_REMOUNT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
+		if (umount(s->host) != 0)
+			msg("umount %s: %s", s->host, strerror(errno));
+		return -1;
+	}
+	if ((fd = loop_rw(file, s->ro, 0, 0, s->dev, sizeof(s->dev))) < 0) {
 		msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));

@@ -6,7 +6,7 @@ img=$PDIR/stick.img tag=$$
 require stick-made make_stick "$img" --persist-size 32M --file --exfat
 require qemu-starts kvm_start persist-exfat "$img" "live.persist=file:liveunion-rw.img"
 require login vm_login
-check init-said-exfat-file log_has 'liveunion: persistence: store liveunion-rw.img on /dev/sd[a-z]3 \(exfat\) via /dev/loop[0-9]+, ext4, [0-9]+ MiB free'
+check init-said-exfat-file log_has 'liveunion: persistence: store liveunion-rw.img on /dev/sd[a-z]3 \(exfat, in one piece at byte [0-9]+\) via /dev/loop[0-9]+, ext4, [0-9]+ MiB free'
 check modify modify_four "$tag"
 require reboot vm_reboot
 check four-changes-kept four_kept "$tag"
