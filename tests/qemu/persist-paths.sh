@@ -28,5 +28,6 @@ check home-still-kept vm_run "cat /home/kept"
 check home-still-content out_is "home-$tag"
 require poweroff2 vm_poweroff
 check store-clean store_fsck "$img"
+check store-unmounted-cleanly store_clean
 check etc-file-in-store store_file_is /liveunion-v1/paths/etc/upper/kept2 "etc2-$tag"
 finish

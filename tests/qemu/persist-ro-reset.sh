@@ -36,5 +36,6 @@ check reset-old-upper-in-store vm_run "cat /run/live/store/liveunion-v1/upper.re
 check reset-old-upper-content out_is "home-$tag"
 require poweroff-reset vm_poweroff
 check store-clean store_fsck "$img"
+check store-unmounted-cleanly store_clean
 check old-upper-on-disk sh -c "debugfs -R 'ls /liveunion-v1' '$PDIR/store.fsck' 2>/dev/null | grep -q 'upper.reset-'"
 finish
