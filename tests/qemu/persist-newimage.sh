@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# summary: a new ISO on a stick whose store was made for another: the store is still used, the four changes are kept, meta records the change and the init says so
+# shellcheck source=tests/qemu/persist-lib.bash
+. "$(dirname "$0")/persist-lib.bash"
+tag=$$ old=$PDIR/old.img new=$PDIR/new.img
+require stick-made make_stick "$old" --persist-size 16M
+require boot-old kvm_start persist-newimage "$old" ""
+require login-old vm_login
+check modify modify_four "$tag"
+check old-image-recorded vm_run "sed -n 's/^image=//p' /run/live/store/liveunion-v1/meta"
+old_id=$VM_OUT
+require poweroff-old vm_poweroff
+
+# The "new release": the same build plus one more layer, so another build identity.
+# The build identity has two digits of content hash: vary a byte until it differs from the old one.
+# shellcheck disable=SC2317 # called through require
+new_release() {
+	local n
+	mkdir -p "$PDIR/layer/etc" && echo "release 2" >"$PDIR/layer/etc/release-2" || return 1
+	for n in 1 2 3 4 5 6 7 8; do
+		echo "$n" >"$PDIR/layer/etc/build" &&
+			env -u SOURCE_DATE_EPOCH mksquashfs "$PDIR/layer" "$PDIR/20-release2.squashfs" -noappend -quiet \
+				-no-progress -all-root -all-time 1700000000 -mkfs-time 1700000000 >/dev/null &&
+			"$TOP/build.sh" iso-with "$PDIR/new.iso" "$PDIR/20-release2.squashfs" >/dev/null 2>&1 || return 1
+		[ "$(dd if="$PDIR/new.iso" bs=1 skip=$((32768 + 830)) count=16 status=none)" != "$old_id" ] && return 0
+	done
+	return 1
+}
+require new-iso-made new_release
+ISO=$PDIR/new.iso
+rm -f "$PDIR/kernel" # iso_boot_files: take the menu of the new ISO
+require new-stick-made make_stick "$new" --persist-size 16M
+# the old stick's store moves onto the new stick, byte for byte (as when the ISO part of a stick is rewritten)
+read -r ooff osize < <(part_of "$old" 3)
+read -r noff nsize < <(part_of "$new" 3)
+require same-store-size test "$osize" = "$nsize"
+dd if="$old" of="$new" bs=512 skip=$((ooff / 512)) seek=$((noff / 512)) count=$((osize / 512)) conv=notrunc status=none
+require boot-new kvm_start persist-newimage "$new" ""
+require login-new vm_login
+check says-image-changed log_has "liveunion: persistence: the store was made for image $old_id, this is [0-9]{16}: used anyway"
+check store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check new-layer-there vm_run "cat /etc/release-2"
+check new-layer-content out_is "release 2"
+check four-changes-kept four_kept "$tag"
+check meta-records-change vm_run "grep -x 'previous_image=$old_id' /run/live/store/liveunion-v1/meta && grep -q '^image_changed=' /run/live/store/liveunion-v1/meta && ! grep -qx 'image=$old_id' /run/live/store/liveunion-v1/meta"
+require poweroff-new vm_poweroff
+check store-clean store_fsck "$new"
+finish
