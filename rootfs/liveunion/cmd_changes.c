@@ -122,7 +122,9 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 		} else if (a_dir) {
 			if (a.layer == 0 && a.opaque)
 				report(c, "replaced", a.st.st_mode, p, "opaque directory");
-			else if (a.layer == 0) {
+			else if (a.layer == 0 || full) {
+				/* full: below a renamed directory a lower one may stand where
+				 * the base had another */
 				what_differs(c, &a, &b, det, sizeof det);
 				if (*det)
 					report(c, "modified", a.st.st_mode, p, det);

@@ -24,13 +24,13 @@
 #include "union-list.h"
 
 enum { OP_DIR, OP_FILE, OP_SYMLINK, OP_HARDLINK, OP_WHITEOUT, OP_XWHITEOUT, OP_OPAQUE,
-       OP_REDIRECT, OP_FIFO, OP_CHR, OP_XATTR, OP_CHMOD, OP_MTIME, OP_KINDS };
+       OP_REDIRECT, OP_FIFO, OP_CHR, OP_XATTR, OP_CHMOD, OP_MTIME, OP_CHOWN, OP_KINDS };
 static const char *const opname[] = { "mkdir", "file", "symlink", "hardlink", "whiteout",
-	"xwhiteout", "opaque", "redirect", "fifo", "chr", "xattr", "chmod", "mtime" };
+	"xwhiteout", "opaque", "redirect", "fifo", "chr", "xattr", "chmod", "mtime", "chown" };
 
 struct op {
 	int layer, kind;
-	unsigned mode;
+	unsigned mode, uid, gid;
 	long long t;
 	char path[800], arg[800];
 };
@@ -56,7 +56,7 @@ static int mutant;
 /* What the stacks exercised, counted where it had an effect on the merge. */
 struct cov {
 	long layers[6], chr_wh, xwh[2], xwh_plain, opaque, redirect, hardlink, symlink,
-	     emptydir, longname, oddname, xattr, fifo, dev, file, dir;
+	     emptydir, longname, oddname, xattr, txattr, owner, fifo, dev, file, dir;
 };
 static struct cov cov;
 static const char *const pool[] = { "a", "b", "c", "d", "a", "b", "c", "e", longname, "sp ace",
@@ -116,8 +116,12 @@ static void gen(struct stack *s)
 				else
 					rand_path(o->arg + 1, sizeof o->arg - 1), o->arg[0] = '/';
 				break;
-			case OP_XATTR:
-				snprintf(o->arg, sizeof o->arg, "user.t%u", rnd(3));
+			case OP_XATTR:   /* trusted.* that is not overlay's own is shown and kept */
+				snprintf(o->arg, sizeof o->arg, "%s.t%u", rnd(3) ? "user" : "trusted", rnd(3));
+				break;
+			case OP_CHOWN:
+				o->uid = rnd(3) ? 1000 + rnd(2) : 65534;
+				o->gid = rnd(2) ? 100 : 65534;
 				break;
 			case OP_XWHITEOUT:
 				if (!rnd(4))
@@ -233,6 +237,9 @@ static void build(const struct stack *s, const char *dir)
 		case OP_CHMOD:
 			if (chmod(p, o->mode & 0777) < 0) {}
 			break;
+		case OP_CHOWN:
+			if (lchown(p, o->uid, o->gid) < 0) {}
+			break;
 		case OP_MTIME:
 			ts[0].tv_sec = ts[1].tv_sec = o->t;
 			ts[0].tv_nsec = ts[1].tv_nsec = 0;
@@ -270,6 +277,8 @@ static void print_stack(const struct stack *s, FILE *f)
 			fprintf(f, " mode=%04o", o->kind == OP_CHMOD ? o->mode & 0777 : o->mode);
 		if (o->kind == OP_MTIME)
 			fprintf(f, " t=%lld", o->t);
+		if (o->kind == OP_CHOWN)
+			fprintf(f, " owner=%u:%u", o->uid, o->gid);
 		fputc('\n', f);
 	}
 }
@@ -458,6 +467,10 @@ static void tally(const struct stack *s, const char *dir, const struct listing *
 			c.hardlink = 1;
 		if (strstr(sp, " x:user."))
 			c.xattr = 1;
+		if (strstr(sp, " x:trusted."))
+			c.txattr = 1;
+		if (!strstr(sp, " 0:0"))
+			c.owner = 1;
 		if (memmem(ln, pl, "LLLLLLLLLLLLLLLL", 16))
 			c.longname = 1;
 		if (memchr(ln, '\\', pl) || memmem(ln, pl, "*?[", 3))
@@ -469,6 +482,7 @@ static void tally(const struct stack *s, const char *dir, const struct listing *
 	cov.xwh_plain += c.xwh_plain; cov.opaque += c.opaque; cov.redirect += c.redirect;
 	cov.hardlink += c.hardlink; cov.symlink += c.symlink; cov.emptydir += c.emptydir;
 	cov.longname += c.longname; cov.oddname += c.oddname; cov.xattr += c.xattr;
+	cov.txattr += c.txattr; cov.owner += c.owner;
 	cov.fifo += c.fifo; cov.dev += c.dev; cov.file += c.file; cov.dir += c.dir;
 }
 
@@ -480,7 +494,8 @@ static int cov_report(long min)
 		{ "5 layers", cov.layers[5], 1 }, { "files", cov.file, 1 }, { "dirs", cov.dir, 1 },
 		{ "empty dirs", cov.emptydir, 1 }, { "symlinks", cov.symlink, 1 },
 		{ "hard links", cov.hardlink, 1 }, { "fifos", cov.fifo, 1 }, { "devices", cov.dev, 1 },
-		{ "user xattrs", cov.xattr, 1 }, { "whiteouts 0/0 hiding", cov.chr_wh, 1 },
+		{ "user xattrs", cov.xattr, 1 }, { "trusted xattrs", cov.txattr, 1 },
+		{ "other owners than root", cov.owner, 1 }, { "whiteouts 0/0 hiding", cov.chr_wh, 1 },
 		{ "xattr whiteouts hiding (trusted)", cov.xwh[0], !no_xwh },
 		{ "xattr whiteouts hiding (user)", cov.xwh[1], !no_xwh },
 		{ "xattr whiteouts hiding (dir not opaque=x)", cov.xwh_plain, !no_xwh },
