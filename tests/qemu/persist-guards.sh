@@ -5,22 +5,35 @@
 tag=$$
 
 # 1. Booted from the CD; a second disk carries an ext4 labelled liveunion-rw: auto must not take it.
+# It is partitioned (MBR, one partition from 1 MiB) so that it also has a PARTUUID to name it by.
 stranger=$PDIR/stranger.img
-truncate -s 16M "$stranger"
-require stranger-made mkfs.ext4 -q -L liveunion-rw "$stranger"
+truncate -s 17M "$stranger"
+printf 'start=2048, type=83\n' | sfdisk -q --label dos "$stranger" >/dev/null 2>&1
+truncate -s 16M "$PDIR/stranger.p1"
+require stranger-made mkfs.ext4 -q -L liveunion-rw "$PDIR/stranger.p1"
+dd if="$PDIR/stranger.p1" of="$stranger" bs=1M seek=1 conv=notrunc status=none
+partuuid=$(sfdisk --disk-id "$stranger" | sed 's/^0x//')-01
 before=$(sha256sum <"$stranger")
 require cd-boot cd_kvm_start persist-guards "$stranger" ""
 require cd-login vm_login
 check auto-says-why-none log_has 'liveunion: persistence: none: no partition labelled liveunion-rw and no liveunion-rw.img on /dev/sr0'
 check auto-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
-check stranger-not-mounted fails vm_run "grep -q '^/dev/vda ' /proc/mounts"
+check stranger-not-mounted fails vm_run "grep -q '^/dev/vda' /proc/mounts"
 require cd-poweroff vm_poweroff
 check stranger-untouched test "$before" = "$(sha256sum <"$stranger")"
 require cd-boot-named cd_kvm_start persist-guards "$stranger" "live.persist=LABEL=liveunion-rw"
 require cd-login-named vm_login
-check named-store-used log_has 'liveunion: persistence: store /dev/vda \(LABEL=liveunion-rw\), ext4'
+check named-store-used log_has 'liveunion: persistence: store /dev/vda1 \(LABEL=liveunion-rw\), ext4'
 check named-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
 require cd-poweroff-named vm_poweroff
+require cd-boot-partuuid cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=$partuuid"
+require cd-login-partuuid vm_login
+check partuuid-store-used log_has "liveunion: persistence: store /dev/vda1 \\(PARTUUID=$partuuid\\), ext4"
+require cd-poweroff-partuuid vm_poweroff
+require cd-boot-partuuid-wrong cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=0badc0de-01"
+require cd-login-partuuid-wrong vm_login
+check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01'
+require cd-poweroff-partuuid-wrong vm_poweroff
 
 # 2. A store with an inconsistency only a human should repair: never mounted, never written.
 img=$PDIR/stick.img
