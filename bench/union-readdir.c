@@ -3,7 +3,7 @@
  *   whiteout DIR FIRST COUNT        create 0/0 whiteouts with the same names
  *   kernel DIR                      list DIR with getdents64 (an overlayfs mount)
  *   lib LAYER...                    list / of the layers with the liveunion library
- * The listers print: entries, seconds, peak RSS (kB). */
+ * The listers print: entries, seconds, peak RSS (kB), RSS before listing (kB). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,11 +24,25 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+static long rss_kb(void)
+{
+	long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f && fscanf(f, "%ld %ld", &pages, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static long rss0;
+
 static void report(long n, double secs)
 {
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
-	printf("%ld %.3f %ld\n", n, secs, ru.ru_maxrss);
+	printf("%ld %.3f %ld %ld\n", n, secs, ru.ru_maxrss, rss0);
 }
 
 int main(int argc, char **argv)
@@ -55,6 +69,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "kernel")) {
+		rss0 = rss_kb();
 		t0 = now();
 		int fd = open(argv[2], O_RDONLY | O_DIRECTORY);
 		long r;
@@ -77,6 +92,7 @@ int main(int argc, char **argv)
 		char err[256];
 		struct lu_union *u;
 		struct lu_dir *d;
+		rss0 = rss_kb();
 		t0 = now();
 		if (!(u = lu_open(argv + 2, argc - 2, NULL, err, sizeof err)))
 			return fprintf(stderr, "%s\n", err), 1;
