@@ -179,11 +179,18 @@ static int walk_union(struct recs *rs, struct lu_union *u, const struct lu_node 
 		}
 		if (r < 0)
 			break;
+		/* the same entry looked up by its whole path, as lu_stat callers do */
+		struct stat ps;
+		int same = lu_stat(u, np, &ps) == 0 && ps.st_ino == n.st.st_ino &&
+			   ps.st_dev == n.st.st_dev && ps.st_mode == n.st.st_mode;
 		if ((r = lu_real_path(u, n.layer, n.rel, rp, sizeof rp)) == 0 &&
-		    (r = describe(rs, rp, &n.st, body, sizeof body)) == 0 &&
-		    (r = add_rec(rs, np, body, &n.st, n.st.st_dev, n.st.st_ino)) == 0 &&
-		    S_ISDIR(n.st.st_mode))
-			r = walk_union(rs, u, &n, np);
+		    (r = describe(rs, rp, &n.st, body, sizeof body)) == 0) {
+			if (!same)
+				strncat(body, " lu_stat-by-path-differs", sizeof body - strlen(body) - 1);
+			if ((r = add_rec(rs, np, body, &n.st, n.st.st_dev, n.st.st_ino)) == 0 &&
+			    S_ISDIR(n.st.st_mode))
+				r = walk_union(rs, u, &n, np);
+		}
 		lu_node_free(&n);
 		if (r < 0)
 			break;
