@@ -41,7 +41,7 @@ mkdir -p "$bin" "$work/tree/srv"
 make -s -C "$HERE" OUTDIR="$bin" "$bin/unionconf" "$bin/getconf" || die "building unionconf failed"
 "$bin/unionconf" --make-fixtures "$work/tree/srv/unionconf" --epoch "$SOURCE_DATE_EPOCH" || die "making the fixtures failed"
 rm -f "$LAYER" "$STAMP"
-mksquashfs "$work/tree" "$LAYER.tmp" -noappend -quiet -no-progress -comp xz -xattrs \
+env -u SOURCE_DATE_EPOCH mksquashfs "$work/tree" "$LAYER.tmp" -noappend -quiet -no-progress -comp xz -xattrs \
 	-p "srv/unionconf/$LONG_NAME f 644 0 0 echo long" \
 	-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null || die "mksquashfs failed"
 mv "$LAYER.tmp" "$LAYER"
