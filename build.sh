@@ -83,6 +83,12 @@ STAGES=(kernel initramfs rootfs iso)
 run_stages() {
 	local i=0 s t0 t1
 	mkdir -p "$OUT"
+	# Two builds in one OUT would compile into the same kernel tree at once: the second one waits.
+	exec {lock}>"$OUT/.build.lock"
+	if ! flock -n "$lock"; then
+		log "another build is running in $OUT; waiting for it to finish"
+		flock "$lock" || die "cannot lock $OUT/.build.lock"
+	fi
 	for s in "${STAGES[@]}"; do
 		i=$((i + 1))
 		STAGE=$s
