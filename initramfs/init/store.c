@@ -12,6 +12,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "kapi.h"
@@ -292,21 +293,33 @@ int store_find(const struct plan *p, struct store *s, int *loopfd, char *why, si
 	if (kind == PK_LABEL || kind == PK_UUID || kind == PK_PARTUUID) {
 		const char *want = strchr(spec, '=') + 1;
 		char pu[40];
+		unsigned waited = 0; /* quarter seconds: a named stick may be enumerated after the medium */
 
-		n = list_devs(NULL, names, MAX_PARTS * 2);
-		for (i = 0; i < n; i++) {
-			text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-			if (kind == PK_PARTUUID && (part_uuid(names[i], pu, sizeof(pu)) != 0 || strcasecmp(pu, want) != 0))
-				continue;
-			if (store_read_sb(dev, &sb) != 0 || !sb.ext)
-				continue;
-			if (kind == PK_PARTUUID || (kind == PK_LABEL ? strcmp(sb.label, want) == 0 : strcasecmp(sb.uuid, want) == 0)) {
-				text_fmt(s->dev, sizeof(s->dev), "%s", dev);
-				text_fmt(s->what, sizeof(s->what), "%s (%s)", dev, spec);
-				return 1;
+		for (;;) {
+			n = list_devs(NULL, names, MAX_PARTS * 2);
+			for (i = 0; i < n; i++) {
+				text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
+				if (kind == PK_PARTUUID && (part_uuid(names[i], pu, sizeof(pu)) != 0 || strcasecmp(pu, want) != 0))
+					continue;
+				if (store_read_sb(dev, &sb) != 0 || !sb.ext)
+					continue;
+				if (kind == PK_PARTUUID ||
+				    (kind == PK_LABEL ? strcmp(sb.label, want) == 0 : strcasecmp(sb.uuid, want) == 0)) {
+					text_fmt(s->dev, sizeof(s->dev), "%s", dev);
+					text_fmt(s->what, sizeof(s->what), "%s (%s)", dev, spec);
+					return 1;
+				}
 			}
+			if (waited >= p->timeout * 4)
+				break;
+			if (waited == 0)
+				msg("persistence: waiting up to %u s for %s to appear", p->timeout, spec);
+			struct timespec ts = {0, 250000000L};
+			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+				;
+			waited++;
 		}
-		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s", spec);
+		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);
 		return 0;
 	}
 	if (disk_of(p->device, disk, sizeof(disk)) != 0) {

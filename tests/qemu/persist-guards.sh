@@ -30,9 +30,10 @@ require cd-boot-partuuid cd_kvm_start persist-guards "$stranger" "live.persist=P
 require cd-login-partuuid vm_login
 check partuuid-store-used log_has "liveunion: persistence: store /dev/vda1 \\(PARTUUID=$partuuid\\), ext4"
 require cd-poweroff-partuuid vm_poweroff
-require cd-boot-partuuid-wrong cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=0badc0de-01"
+require cd-boot-partuuid-wrong cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=0badc0de-01 live.timeout=2"
 require cd-login-partuuid-wrong vm_login
-check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01'
+check wrong-partuuid-waited log_has 'liveunion: persistence: waiting up to 2 s for PARTUUID=0badc0de-01 to appear'
+check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01 \(waited 2 s\)'
 require cd-poweroff-partuuid-wrong vm_poweroff
 
 # 2. A store with an inconsistency only a human should repair: never mounted, never written.
