@@ -74,6 +74,10 @@ struct live_dm_target_spec {
 #define LIVE_DM_TABLE_LOAD LIVE_DM_IOCTL_NR(9)
 #define LIVE_DM_READONLY_FLAG 1u
 
+/* block device read-ahead, in 512-byte sectors */
+#define LIVE_BLKRASET _IO(0x12, 98)
+#define LIVE_BLKRAGET _IO(0x12, 99)
+
 /* cdrom */
 #define LIVE_CDROMEJECT 0x5309
 #define LIVE_CDROM_GET_CAPABILITY 0x5331

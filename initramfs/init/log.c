@@ -68,6 +68,22 @@ void log_open_consoles(void)
 		msg("could not open %d of the active consoles", missed);
 }
 
+void log_reopen_consoles(void)
+{
+	int i;
+
+	for (i = 0; i < con_count; i++)
+		if (con_fd[i] > 2 && close(con_fd[i]) != 0) {
+			/* a hung-up tty may report an error on close: the fd is gone either way */
+		}
+	con_count = 0;
+	if (kmsg_fd >= 0 && close(kmsg_fd) != 0) {
+		/* as above */
+	}
+	kmsg_fd = -1;
+	log_open_consoles();
+}
+
 void log_use_fd(int fd)
 {
 	con_fd[0] = fd;

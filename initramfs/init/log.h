@@ -4,6 +4,9 @@
 
 /* Open every active console (/sys/class/tty/console/active) for messages. */
 void log_open_consoles(void);
+/* Close and open them again: a rescue shell that exits hangs up its console (it was the session
+ * leader), which turns the init's own descriptors of that tty into ones that only fail. */
+void log_reopen_consoles(void);
 /* Send messages to this fd only (host tests, --help-keys). */
 void log_use_fd(int fd);
 void log_debug_enable(int on);

@@ -100,6 +100,7 @@ int rescue_shell(const char *why)
 			while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
 				;
 		}
+		log_reopen_consoles();
 		return 0;
 	}
 	return fail(ENOTTY, "start a rescue shell: no console");

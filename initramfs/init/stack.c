@@ -184,6 +184,10 @@ int stack_layers(struct plan *p)
 		l->bytes = (unsigned long long)st.st_size;
 		if (mkdir_p(l->dir, 0755) != 0)
 			return -1;
+		/* A retry from the rescue shell: what an earlier try mounted here goes first (its loop and
+		 * dm-verity devices with it), so each layer is set up once. Not mounted: EINVAL, nothing to do. */
+		if (umount(l->dir) == 0)
+			msg("layer %s: unmounted %s left by an earlier try", l->name, l->dir);
 		lfd = loop_attach(l->file, &l->loop);
 		if (lfd < 0)
 			return -1;

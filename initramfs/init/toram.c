@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,37 +16,34 @@
 #include "progress.h"
 #include "util.h"
 
-/* Big reads keep the medium streaming; the buffer is the only copy in user space. */
+/* Big requests keep the medium streaming and the progress line moving. */
 #define CHUNK (4u << 20)
 
-/* A word-wise FNV-1a: enough to see a copy that differs from what was read (a short write, a
- * full tmpfs, a bad RAM page); tampering is dm-verity's job. Lengths are multiples of 8 but the last. */
-static uint64_t sum_add(uint64_t h, const unsigned char *b, size_t n)
+static int read_full(int fd, unsigned char *buf, size_t len, const char *path, size_t *got)
 {
-	size_t i;
-	uint64_t w;
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = read(fd, buf + *got, len - *got);
 
-	for (i = 0; i + 8 <= n; i += 8) {
-		memcpy(&w, b + i, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fail(errno, "read %s", path);
+		if (n == 0)
+			break;
+		*got += (size_t)n;
 	}
-	for (; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL;
-	return h;
+	return 0;
 }
 
-static unsigned char *buffer(void)
+/* Copy src (bytes long) to dst, counting into pr. The RAM file is mapped and read() fills it: the
+ * kernel copies the medium's pages straight into the tmpfs pages (huge ones where tmpfs allows), one
+ * memory copy as in a plain read, instead of two through a buffer. WILLNEED asks for the next chunks
+ * before the current one is read, so the drive works while the CPU copies. */
+static int copy_file(const char *src, const char *dst, unsigned long long bytes, struct progress *pr)
 {
-	static unsigned char buf[CHUNK];
-
-	return buf;
-}
-
-/* Copy src to dst, counting into pr; the checksum of what was read goes to sum. */
-static int copy_file(const char *src, const char *dst, struct progress *pr, uint64_t *sum)
-{
-	unsigned char *buf = buffer();
-	uint64_t h = 0xcbf29ce484222325ULL;
+	unsigned long long off = 0;
+	unsigned char *map = NULL;
 	int in, out, rc = 0;
 
 	in = open(src, O_RDONLY | O_CLOEXEC);
@@ -53,37 +51,41 @@ static int copy_file(const char *src, const char *dst, struct progress *pr, uint
 		return fail(errno, "open %s", src);
 	if (posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL) != 0)
 		dbg("posix_fadvise %s: sequential read-ahead not set", src);
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
+	out = open(dst, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
 	if (out < 0) {
 		rc = fail(errno, "create %s", dst);
 		goto close_in;
 	}
-	for (;;) {
-		ssize_t n = read(in, buf, CHUNK), w = 0;
+	if (bytes > 0 && ftruncate(out, (off_t)bytes) != 0) {
+		rc = fail(errno, "size %s to %llu bytes", dst, bytes);
+		goto close_out;
+	}
+	if (bytes > 0) {
+		map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, out, 0);
+		if (map == MAP_FAILED) {
+			rc = fail(errno, "map %s (%llu bytes)", dst, bytes);
+			goto close_out;
+		}
+	}
+	while (off < bytes) {
+		size_t want = bytes - off < CHUNK ? (size_t)(bytes - off) : CHUNK, n;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fail(errno, "read %s", src);
+		/* a hint: when it is not taken, the copy is only slower */
+		if (posix_fadvise(in, (off_t)(off + want), 2 * CHUNK, POSIX_FADV_WILLNEED) != 0)
+			dbg("posix_fadvise WILLNEED %s: not taken", src);
+		if (read_full(in, map + off, want, src, &n) != 0) {
+			rc = -1;
 			break;
 		}
-		if (n == 0)
+		if (n < want) {
+			rc = fail(EIO, "read %s: it ended at byte %llu of %llu", src, off + n, bytes);
 			break;
-		while (w < n) {
-			ssize_t k = write(out, buf + w, (size_t)(n - w));
-
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0) {
-				rc = fail(k < 0 ? errno : ENOSPC, "write %s", dst);
-				goto close_out;
-			}
-			w += k;
 		}
-		h = sum_add(h, buf, (size_t)n);
+		off += n;
 		progress_add(pr, (unsigned long long)n);
 	}
-	*sum = h;
+	if (map && munmap(map, (size_t)bytes) != 0 && rc == 0)
+		rc = fail(errno, "unmap %s", dst);
 close_out:
 	if (close(out) != 0 && rc == 0)
 		rc = fail(errno, "close %s", dst);
@@ -93,35 +95,44 @@ close_in:
 	return rc;
 }
 
-/* Read the RAM copy back: same size and checksum as what came from the medium. */
-static int verify_copy(const char *dst, unsigned long long bytes, uint64_t sum)
+/* The RAM copy against the source, byte for byte: the source comes from the page cache the copy
+ * just filled (or the medium again when RAM was short), so this checks what was written to RAM. */
+static int verify_copy(const char *src, const char *dst, unsigned long long bytes)
 {
-	unsigned char *buf = buffer();
-	uint64_t h = 0xcbf29ce484222325ULL;
-	unsigned long long got = 0;
-	int fd = open(dst, O_RDONLY | O_CLOEXEC), rc = 0;
+	static unsigned char a[CHUNK], b[CHUNK];
+	unsigned long long off = 0;
+	int fs, fd, rc = 0;
 
-	if (fd < 0)
-		return fail(errno, "open %s to verify it", dst);
+	fs = open(src, O_RDONLY | O_CLOEXEC);
+	if (fs < 0)
+		return fail(errno, "open %s to verify the copy", src);
+	fd = open(dst, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = fail(errno, "open %s to verify it", dst);
+		goto close_src;
+	}
 	for (;;) {
-		ssize_t n = read(fd, buf, CHUNK);
+		size_t na, nb;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = fail(errno, "read %s to verify it", dst);
+		if (read_full(fs, a, CHUNK, src, &na) != 0 || read_full(fd, b, CHUNK, dst, &nb) != 0) {
+			rc = -1;
 			break;
 		}
-		if (n == 0)
+		if (na != nb || memcmp(a, b, na) != 0) {
+			rc = fail(EIO, "live.toram: the RAM copy %s differs from %s near byte %llu", dst, src, off);
 			break;
-		h = sum_add(h, buf, (size_t)n);
-		got += (unsigned long long)n;
+		}
+		off += na;
+		if (na < CHUNK)
+			break;
 	}
+	if (rc == 0 && off != bytes)
+		rc = fail(EIO, "live.toram: %s has %llu bytes, %s had %llu", dst, off, src, bytes);
 	if (close(fd) != 0 && rc == 0)
 		rc = fail(errno, "close %s", dst);
-	if (rc == 0 && (got != bytes || h != sum))
-		rc = fail(EIO, "live.toram: the RAM copy %s differs from what was read from the medium (%llu of %llu bytes)",
-			  dst, got, bytes);
+close_src:
+	if (close(fs) != 0 && rc == 0)
+		rc = fail(errno, "close %s", src);
 	return rc;
 }
 
@@ -168,23 +179,45 @@ static const char *eject(const char *device)
 	return why;
 }
 
+/* The medium's read-ahead: a CD's 128 KiB window makes the drive idle while the CPU copies, and caps
+ * what WILLNEED asks for. A few chunks of it let the reads run ahead of the copy. Returns the old
+ * value (sectors) to put back, or -1 when it could not be changed (the copy is only slower). */
+#define TORAM_RA_SECTORS (3 * CHUNK / 512)
+static long readahead_set(const char *device, long sectors)
+{
+	long old = -1;
+	int fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		dbg("open %s for its read-ahead: %s", device, strerror(errno));
+		return -1;
+	}
+	if (ioctl(fd, LIVE_BLKRAGET, &old) != 0 || ioctl(fd, LIVE_BLKRASET, (unsigned long)sectors) != 0) {
+		dbg("read-ahead of %s not changed: %s", device, strerror(errno));
+		old = -1;
+	}
+	if (close(fd) != 0)
+		msg("close %s: %s", device, strerror(errno));
+	return old;
+}
+
 struct copy {
 	const char *src;
 	char dst[PATH_LEN];
 	int loop;
 	unsigned long long bytes;
-	uint64_t sum;
 };
 
 int stack_toram(struct plan *p)
 {
 	static struct copy c[MAX_LAYERS * 2];
-	char dir[PATH_LEN + 16], medium[PATH_LEN + 16], note[160], opts[64];
+	char dir[PATH_LEN + 16], medium[PATH_LEN + 16], note[160], opts[64], hopts[96];
 	const char *ejected;
 	struct progress pr;
 	unsigned long long total = 0;
 	double copy_s, t0;
-	int i, n = 0;
+	long ra;
+	int i, n = 0, rc = 0;
 
 	if (!p->toram) {
 		text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
@@ -224,20 +257,30 @@ int stack_toram(struct plan *p)
 	/* Room for the copies and tmpfs' rounding per file, no more: the rest of RAM stays for the system. */
 	if (path_fmt(opts, sizeof(opts), "size=%llu,mode=0755", total + (unsigned long long)(n + 1) * (1 << 20)) != 0)
 		return -1;
-	if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
+	/* huge pages: one allocation per 2 MiB of copy (kernels without THP refuse the option) */
+	if (path_fmt(hopts, sizeof(hopts), "%s,huge=within_size", opts) != 0)
 		return -1;
+	if (mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, hopts) != 0) {
+		dbg("mount tmpfs %s with %s: %s; without huge pages", dir, hopts, strerror(errno));
+		if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
+			return -1;
+	}
 	msg("live.toram: copying %d layer(s), %llu bytes (%llu MiB), to %s (%s)", p->nlayers, total, total >> 20, dir,
 	    note);
+	ra = readahead_set(p->device, TORAM_RA_SECTORS);
 	progress_start(&pr, "live.toram", total);
-	for (i = 0; i < n; i++)
-		if (copy_file(c[i].src, c[i].dst, &pr, &c[i].sum) != 0)
-			return -1;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = copy_file(c[i].src, c[i].dst, c[i].bytes, &pr);
 	copy_s = progress_end(&pr);
+	if (ra >= 0 && readahead_set(p->device, ra) < 0)
+		msg("live.toram: could not put back the read-ahead of %s (%ld sectors)", p->device, ra);
+	if (rc != 0)
+		return -1;
 	msg("live.toram: copied %llu bytes in %.2f s (%.1f MB/s)", total, copy_s,
 	    copy_s > 0 ? (double)total / copy_s / 1e6 : 0.0);
 	t0 = progress_now();
 	for (i = 0; i < n; i++)
-		if (verify_copy(c[i].dst, c[i].bytes, c[i].sum) != 0)
+		if (verify_copy(c[i].src, c[i].dst, c[i].bytes) != 0)
 			return -1;
 	msg("live.toram: the RAM copy matches what was read (%d file(s) read back in %.2f s)", n, progress_now() - t0);
 	for (i = 0; i < n; i++)

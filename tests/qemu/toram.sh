@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# summary: live.toram: progress line (MiB, percent, MB/s), the RAM copy read back and compared, loop and dm-verity devices moved onto it, the medium unmounted and the CD ejected (tray open per qemu); too little RAM says so and boots from the medium
+# shellcheck source=tests/qemu/medium-lib.bash
+. "$(dirname "$0")/medium-lib.bash"
+
+cmdline=$(iso_cmdline "$ISO")
+busybox_sum=$(md5sum <"$OUT/rootfs/tree/bin/busybox" | cut -d' ' -f1)
+
+# tray_open: "true" or "false" for the CD drive, from qemu's own view (QMP query-block).
+tray_open() {
+	local i
+	for i in $(seq 50); do [ -S "$MDIR/qmp.sock" ] && break; sleep 0.1; done
+	python3 - "$MDIR/qmp.sock" <<-'PY'
+	import json, socket, sys
+	s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+	f.readline()
+	for cmd in ("qmp_capabilities", "query-block"):
+	    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
+	    while True:
+	        r = json.loads(f.readline())
+	        if "return" in r or "error" in r:
+	            break
+	print([str(b.get("tray_open")).lower() for b in r["return"] if b.get("removable")][0])
+	PY
+}
+
+require qemu-starts vm_boot_with toram "$ISO" "$cmdline live.toram" -qmp "unix:$MDIR/qmp.sock,server=on,wait=off"
+check tray-closed-at-start test "$(tray_open)" = false
+require login vm_login
+check progress-line log_has '^liveunion: live\.toram: [0-9.]+ / [0-9.]+ MiB \(100%\), [0-9.]+ MB/s$'
+check copy-rate-line log_has '^liveunion: live\.toram: copied [0-9]+ bytes in [0-9.]+ s \([0-9.]+ MB/s\)$'
+check copy-verified log_has '^liveunion: live\.toram: the RAM copy matches what was read \(2 file\(s\)'
+check medium-released-ejected log_has '^liveunion: live\.toram: layers are in RAM; the medium /dev/sr0 is released and can be removed \(ejected\)$'
+check tray-open-after-boot test "$(tray_open)" = true
+check medium-not-mounted fails vm_run 'grep " /run/live/medium " /proc/mounts'
+# the kernel's own view: losetup shows the name given at attach time, LOOP_CHANGE_FD does not rename
+check loops-read-ram-copies vm_run 'cat /sys/block/loop*/loop/backing_file | grep -c "^/run/live/toram/"'
+check loops-read-ram-copies-count out_is 2
+check verity-still-on vm_run 'grep "^/dev/dm-0 /run/live/layers/10-base " /proc/mounts'
+check base-file-reads-from-ram vm_run 'md5sum </bin/busybox | cut -d" " -f1'
+check base-file-intact out_is "$busybox_sum"
+check plan-toram-result vm_run 'grep "^toram.result=copied .* medium released; ejected$" /run/live/plan'
+vm_stop
+
+# 72 MiB of RAM: the copy does not fit beside the 64 MiB reserve; said, and the boot goes on from the medium.
+VM_MEM_SAVED=$VM_MEM
+VM_MEM=72
+require qemu-starts-small vm_boot_with toram-small "$ISO" "$cmdline live.toram"
+VM_MEM=$VM_MEM_SAVED
+require login-small vm_login
+check not-enough-ram-said log_has '^liveunion: live\.toram: not enough RAM: need [0-9]+ MiB \(layers \+ 64 MiB reserve\), MemAvailable [0-9]+ MiB; booting from the medium instead$'
+check no-copy-made fails log_has 'live\.toram: copying'
+check medium-still-mounted vm_run 'grep -c "^/dev/sr0 /run/live/medium " /proc/mounts'
+check medium-still-mounted-count out_is 1
+check plan-toram-skipped vm_run 'grep "^toram.result=skipped: not enough RAM" /run/live/plan'
+vm_stop
+finish
