@@ -7,6 +7,8 @@
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO LAYER...   another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh clean      remove out/
+#   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
+#                         same kernel and initramfs -> out/liveunion-NAME.iso; needs root (debootstrap); see README
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS.
 set -euo pipefail
 export LC_ALL=C
@@ -71,6 +73,8 @@ stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2 $SOU
 stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2 $SOURCE_DATE_EPOCH" >"$OUT/stamps/$1"; }
 
 STAGES=(kernel initramfs rootfs iso)
+ISO_NAME=liveunion.iso SUMS=SHA256SUMS
+PROFILE_PKGS=(debootstrap)
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
 # shellcheck source=initramfs/initramfs.sh
@@ -79,6 +83,12 @@ STAGES=(kernel initramfs rootfs iso)
 . "$TOP/rootfs/rootfs.sh"
 # shellcheck source=iso/iso.sh
 . "$TOP/iso/iso.sh"
+# shellcheck source=rootfs/profile.sh
+. "$TOP/rootfs/profile.sh"
+# shellcheck source=rootfs/debian.sh
+. "$TOP/rootfs/debian.sh"
+# shellcheck source=rootfs/kiosk.sh
+. "$TOP/rootfs/kiosk.sh"
 
 run_stages() {
 	local i=0 s t0 t1
@@ -100,12 +110,23 @@ run_stages() {
 		STAGE_NOTE=
 	done
 	STAGE=
-	(cd "$OUT" && sha256sum liveunion.iso >SHA256SUMS)
-	log "built $OUT/liveunion.iso ($(du -h "$OUT/liveunion.iso" | cut -f1)); $(cat "$OUT/SHA256SUMS")"
+	(cd "$OUT" && sha256sum "$ISO_NAME" >"$SUMS")
+	log "built $OUT/$ISO_NAME ($(du -h "$OUT/$ISO_NAME" | cut -f1)); $(cat "$OUT/$SUMS")"
 }
 
 STAGE=
 STAGE_NOTE=
+if [ "${1:-}" = --profile ]; then
+	[ $# -ge 2 ] || die "usage: ./build.sh --profile NAME [build|test [PATTERN]]"
+	profile_load "$2"
+	case "${3:-build}" in build | test) ;; *) die "--profile $2 takes build or test, not '$3'" ;; esac
+	# The shared stages, then the profile's layers and ISO in place of the busybox root's.
+	STAGES=(kernel initramfs profile)
+	ISO_NAME=liveunion-$2.iso SUMS=SHA256SUMS-$2
+	BUILD_PKGS+=("${PROFILE_PKGS[@]}")
+	shift 2
+	[ $# -gt 0 ] || set -- build
+fi
 case "${1:-build}" in
 build)
 	need_pkgs "${BUILD_PKGS[@]}"
@@ -133,7 +154,7 @@ iso-with)
 	log "$iso${STAGE_NOTE:+ ($STAGE_NOTE)}"
 	;;
 deps)
-	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${PROFILE_PKGS[@]}"
 	;;
 clean)
 	rm -rf "$OUT"

@@ -93,24 +93,26 @@ iso_assemble() {
 		fi
 	done
 	set -- "${layers[@]}"
-	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$OUT/rootfs/10-base.squashfs" "$@"; do
+	# A profile (rootfs/profile.sh) brings its own bottom layer and command-line keys; the default is the busybox root.
+	local base=${ISO_BASE_LAYER:-$OUT/rootfs/10-base.squashfs} extra=${ISO_CMDLINE_EXTRA:-}
+	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$base" "$@"; do
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
-	h=$(printf 'verity=%s\n%s\n' "$ISO_VERITY" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
-		"$OUT/rootfs/10-base.squashfs" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+	h=$(printf 'verity=%s\n%s\n' "$ISO_VERITY${extra:+ cmdline=$extra}" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
+		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
 	uuid=$(iso_uuid "$h")
 	grubuuid="${uuid:0:4}-${uuid:4:2}-${uuid:6:2}-${uuid:8:2}-${uuid:10:2}-${uuid:12:2}-${uuid:14:2}"
-	cmdline="live.medium=UUID=$uuid console=tty0 console=ttyS0,115200n8"
+	cmdline="live.medium=UUID=$uuid${extra:+ $extra} console=tty0 console=ttyS0,115200n8"
 	t=$w/tree
 	rm -rf "$w"
 	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$w/esp"
 	cp "$OUT/kernel/bzImage" "$t/boot/bzImage"
 	cp "$OUT/initramfs.img" "$t/boot/initramfs.img"
-	cp "$OUT/rootfs/10-base.squashfs" "$t/live/10-base.squashfs"
+	cp "$base" "$t/live/10-base.squashfs"
 	for l in "$@"; do
 		case "$(basename "$l")" in
 		[0-9][0-9]-*.squashfs) cp "$l" "$t/live/" ;;

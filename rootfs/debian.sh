@@ -1,0 +1,164 @@
+# shellcheck shell=bash
+# Build-host step of a rootfs=debootstrap profile (rootfs/profile.sh): a Debian root made by debootstrap
+# --variant=minbase plus NAME.packages, configured for a live system that runs systemd, as one squashfs layer.
+# Two caches, so a change to anything but the package list, suite or mirror redoes only the configuration
+# copy, mksquashfs and the ISO:
+#   $PROFILE_CACHE/debs/                 every .deb debootstrap fetched (debootstrap --cache-dir): never fetched twice
+#   $PROFILE_CACHE/debootstrap/KEY/      the installed tree, KEY = hash of suite, mirror and the sorted package list
+# Needs root (debootstrap, chroot). Runs only on the build host; the files it installs run in the live system.
+
+PROFILE_CACHE=${PROFILE_CACHE:-$OUT/cache}
+# Bump when the debootstrap invocation or the post-install clean-up below changes meaning (it is part of KEY).
+DEBIAN_RECIPE=1
+
+# debian_mirror SUITE-KEY-VALUE: the profile's mirror=, else the host's own Debian mirror, else deb.debian.org.
+debian_mirror() {
+	local m=$1
+	if [ -z "$m" ]; then
+		m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
+			sed -n -e 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*$/\1/p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\(http[^ ]*\/debian\)\/*[[:space:]].*/\2/p' |
+			head -n 1)
+	fi
+	printf '%s\n' "${m:-http://deb.debian.org/debian}"
+}
+
+# debian_tree NAME SUITE MIRROR: the cached debootstrap tree for NAME's package list (made when missing); prints its path.
+debian_tree() {
+	local name=$1 suite=$2 mirror=$3 pkgs key dir t0
+	pkgs=$(profile_packages "$name" | paste -sd, -)
+	key=$(printf 'recipe=%s\nsuite=%s\nmirror=%s\npackages=%s\n' "$DEBIAN_RECIPE" "$suite" "$mirror" "$pkgs" | sha256sum | cut -c1-16)
+	dir=$PROFILE_CACHE/debootstrap/$key
+	if [ -f "$dir.done" ] && [ -d "$dir" ]; then
+		log "  debootstrap tree cached ($key: $suite, $(printf '%s' "$pkgs" | tr ',' '\n' | grep -c .) packages listed)"
+		printf '%s\n' "$dir"
+		return 0
+	fi
+	[ "$(id -u)" -eq 0 ] || die "debootstrap and chroot need root: run ./build.sh --profile $name as root"
+	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+	# One tree is kept: an older package list's tree is 400 MB nobody will use again (its .debs stay in debs/).
+	rm -rf "$PROFILE_CACHE/debootstrap"
+	mkdir -p "$PROFILE_CACHE/debs" "$PROFILE_CACHE/debootstrap"
+	log "  debootstrap --variant=minbase $suite from $mirror (+ $pkgs); log: $dir.log"
+	t0=$SECONDS
+	debootstrap --variant=minbase --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
+		"$suite" "$dir.tmp" "$mirror" >"$dir.log" 2>&1 ||
+		{ tail -n 20 "$dir.log" >&2; die "debootstrap of $suite failed (log: $dir.log)"; }
+	# Our initramfs boots this root: an initramfs generator in it would only be dead weight (and a trap on upgrades).
+	local p
+	for p in initramfs-tools dracut dracut-core tiny-initramfs; do
+		# shellcheck disable=SC2016 # a dpkg-query format, not a shell expansion
+		if chroot "$dir.tmp" dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed; then
+			die "the package list pulls $p (by $(chroot "$dir.tmp" apt-cache rdepends --installed "$p" 2>/dev/null | sed -n '3,$p' | tr -d ' ' | paste -sd, -)): remove what depends on it"
+		fi
+	done
+	rm -rf "$dir.tmp/var/cache/apt/archives"/*.deb "$dir.tmp"/var/cache/apt/*.bin "$dir.tmp"/var/lib/apt/lists/*_Packages
+	mv "$dir.tmp" "$dir"
+	touch "$dir.done"
+	log "  debootstrap done in $((SECONDS - t0))s ($(du -sm "$dir" | cut -f1) MB)"
+	printf '%s\n' "$dir"
+}
+
+# debian_configure TREE NAME CONF: the live-system set-up of a fresh copy of the debootstrap tree.
+debian_configure() {
+	local t=$1 name=$2 hostname user locale tz u
+	local -n cf=$3
+	hostname=${cf[hostname]:-liveunion} user=${cf[user]:-live} locale=${cf[locale]:-C.UTF-8} tz=${cf[timezone]:-Etc/UTC}
+	printf '%s\n' "$hostname" >"$t/etc/hostname"
+	printf '127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' "$hostname" >"$t/etc/hosts"
+	# Empty, not absent and not "uninitialized": systemd then makes a new ID each boot (kept in RAM, or in the
+	# store with persistence) without treating each boot as a first boot (no preset-all, no firstboot prompts).
+	: >"$t/etc/machine-id"
+	rm -f "$t/var/lib/dbus/machine-id"
+	ln -s /etc/machine-id "$t/var/lib/dbus/machine-id"
+	printf '# The live root is the overlay the initramfs built; nothing to mount here.\n' >"$t/etc/fstab"
+	# Locale and time zone from the profile.
+	if [ "$locale" != C.UTF-8 ]; then
+		grep -q "^# *$locale " "$t/etc/locale.gen" || grep -q "^$locale " "$t/etc/locale.gen" ||
+			die "profile $name: locale=$locale is not in /etc/locale.gen of the Debian tree"
+		sed -i "s/^# *\($locale \)/\1/" "$t/etc/locale.gen"
+		chroot "$t" locale-gen >/dev/null || die "locale-gen $locale failed"
+	fi
+	printf 'LANG=%s\n' "$locale" >"$t/etc/default/locale"
+	[ -f "$t/usr/share/zoneinfo/$tz" ] || die "profile $name: timezone=$tz is not in /usr/share/zoneinfo"
+	ln -sfn "/usr/share/zoneinfo/$tz" "$t/etc/localtime"
+	printf '%s\n' "$tz" >"$t/etc/timezone"
+	# The live user: in the sudo group, password locked in the image; liveunion-live-user.service empties it at
+	# boot only when our initramfs booted the system (/run/live/plan), so a copy of this tree installed elsewhere
+	# has no password-less account.
+	chroot "$t" useradd -m -s /bin/bash -G sudo -c "Live user" "$user" || die "useradd $user failed"
+	printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$user" >"$t/etc/sudoers.d/liveunion-live-user"
+	chmod 0440 "$t/etc/sudoers.d/liveunion-live-user"
+	cat >"$t/etc/systemd/system/liveunion-live-user.service" <<-EOT
+	[Unit]
+	Description=Empty console password for the live user $user (live system only)
+	ConditionPathExists=/run/live/plan
+	DefaultDependencies=no
+	After=local-fs.target
+	Before=systemd-user-sessions.service sysinit.target
+
+	[Service]
+	Type=oneshot
+	RemainAfterExit=yes
+	ExecStart=/usr/bin/passwd --quiet --delete $user
+
+	[Install]
+	WantedBy=sysinit.target
+	EOT
+	# DHCP on every wired interface, names resolved by systemd-resolved (its package points /etc/resolv.conf at it).
+	mkdir -p "$t/etc/systemd/network"
+	cat >"$t/etc/systemd/network/80-liveunion-dhcp.network" <<-'EOT'
+	[Match]
+	Type=ether
+	Name=en* eth*
+
+	[Network]
+	DHCP=yes
+	EOT
+	chroot "$t" systemctl enable liveunion-live-user.service systemd-networkd.service >/dev/null 2>&1 ||
+		die "systemctl enable in the Debian tree failed"
+	for u in ${cf[mask]:-}; do
+		chroot "$t" systemctl mask "$u" >/dev/null 2>&1 || die "profile $name: systemctl mask $u failed"
+	done
+	# The liveunion command (status, changes, ...) as on the busybox root.
+	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
+	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
+	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
+	if [ -d "$PROFILE_DIR/$name.files" ]; then
+		cp -a --no-preserve=ownership "$PROFILE_DIR/$name.files/." "$t/" || die "copying $name.files failed"
+	fi
+}
+
+# debian_layer NAME CONF OUTBASE: OUTBASE.squashfs from the (cached) debootstrap tree and NAME's configuration.
+# shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
+debian_layer() {
+	local name=$1 out=$3.squashfs suite mirror tree h t t0
+	local -n dc=$2
+	suite=${dc[suite]:-bookworm}
+	mirror=$(debian_mirror "${dc[mirror]:-}")
+	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
+	h=$(printf '%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
+		"$TOP/rootfs/debian.sh" "$TOP/rootfs/liveunion" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
+		log "  $(basename "$out") cached ($h)"
+		return 0
+	fi
+	t0=$SECONDS
+	t=$(dirname "$out")/tree
+	rm -rf "$t" "$out.tmp"
+	mkdir -p "$(dirname "$out")"
+	cp -a "$tree" "$t" || die "cannot copy the debootstrap tree $tree"
+	debian_configure "$t" "$name" "$2"
+	# Real owners and xattrs are kept: this tree was made as root. squashfs-tools 4.5 cannot store POSIX ACLs and
+	# says so; the only one (on /var/log/journal) is set again at boot by systemd-tmpfiles.
+	if ! env -u SOURCE_DATE_EPOCH mksquashfs "$t" "$out.tmp" -noappend -quiet -no-progress -comp zstd \
+		-Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs \
+		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" 2>&1 >/dev/null |
+		{ grep -v '^Unrecognised xattr prefix system\.posix_acl_' >&2 || true; }; then
+		die "mksquashfs of $t failed"
+	fi
+	mv "$out.tmp" "$out"
+	rm -rf "$t"
+	stage_mark "profile-$name-layer" "$h"
+	log "  $(basename "$out"): $(du -k "$out" | cut -f1) KiB in $((SECONDS - t0))s"
+}
