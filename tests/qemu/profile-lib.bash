@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# Helpers for the profile scenarios (tests/qemu/profile-*.sh), sourced after lib.sh (host side).
+# The Debian-based profiles have no password-less root: the console login is the live user's (empty password
+# on the live system only), then sudo gives the root shell the other helpers expect.
+
+PROFILE_USER=${PROFILE_USER:-live}
+VM_BOOT_TIMEOUT=${PROFILE_BOOT_TIMEOUT:-400} # systemd under TCG, UEFI included
+
+# profile_iso NAME: builds (or finds cached) out/liveunion-NAME.iso; the build's own output goes to stderr.
+profile_iso() {
+	"$TOP/build.sh" --profile "$1" >&2
+}
+
+# profile_login: log in as the live user on the serial console, then a root shell (dash: no line editing,
+# so vm_quiet's stty -echo holds) through sudo.
+profile_login() {
+	local start
+	vm_mark
+	start=$VM_MARK # the banner: /etc/issue before the prompt, the motd after it
+	vm_wait 'login: *$' "$VM_BOOT_TIMEOUT" || return 1
+	vm_send "$PROFILE_USER"
+	vm_wait '[Pp]assword:|\$ *$' 60 || return 1
+	case "$VM_MATCH" in
+	*assword:*) vm_send '' && vm_wait '\$ *$' 60 || return 1 ;;
+	esac
+	# shellcheck disable=SC2034 # read by banner_has (lib.sh)
+	VM_BANNER=$(tail -c +$((start + 1)) "$VM_LOG" | head -c $((VM_MARK - start)) | tr -d '\r')
+	vm_send 'exec sudo /bin/sh'
+	vm_wait '# *$' 60 || return 1
+	vm_quiet
+}
+
+# profile_reboot: reboot in the same qemu process and log in again.
+profile_reboot() {
+	vm_mark
+	vm_send 'systemctl reboot' || return 1
+	profile_login
+}
+
+# profile_running: wait until systemd has finished starting up (running or degraded), print the state.
+profile_running() {
+	vm_run 'systemctl is-system-running --wait' 300
+	case "$VM_OUT" in *running* | *degraded*) return 0 ;; esac
+	return 1
+}
