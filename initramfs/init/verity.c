@@ -236,8 +236,11 @@ int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
 	if (bytes != l->bytes)
 		return fail(EINVAL, "layer %s: the hash tree %s covers %llu bytes, the layer has %llu", l->name, l->hash_file,
 			    bytes, l->bytes);
-	for (i = 0; i < sb.salt_size; i++)
-		snprintf(salt + 2 * i, 3, "%02x", sb.salt[i]);
+	for (i = 0; i < sb.salt_size; i++) {
+		salt[2 * i] = "0123456789abcdef"[sb.salt[i] >> 4];
+		salt[2 * i + 1] = "0123456789abcdef"[sb.salt[i] & 15];
+	}
+	salt[2 * i] = '\0';
 	if (!sb.salt_size)
 		memcpy(salt, "-", 2);
 	hfd = loop_attach(l->hash_file, &l->hash_loop);
