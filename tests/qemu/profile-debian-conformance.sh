@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# summary: the union conformance suite (tests/conformance) on the debian profile's live root: its 10-base + the 90-conformance layer, systemd running, BIOS CD; every check passes, only the overlayfs limits README.md documents are reported
+VM_TIMEOUT=${VM_TIMEOUT:-600}
+# shellcheck source=tests/qemu/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/qemu/profile-lib.bash
+. "$(dirname "$0")/profile-lib.bash"
+VM_MEM=${PROFILE_VM_MEM:-1024}
+
+# The same list as tests/qemu/unionfs-conformance.sh (README.md, Tests): anything else reported is a failure.
+KNOWN_LIMITS='links.hardlink-copyup mmap.shared-lower-then-write rename.dir-lower copyup.link.lower stdev.copyup-ino-after-eviction'
+iso=$OUT/tests/conformance-debian.iso
+
+# shellcheck disable=SC2317 # runs through require
+# debian_conformance_iso: the profile's own 10-base (built or cached) under the test layer; no stage runs again.
+debian_conformance_iso() {
+	profile_iso debian && "$TOP/tests/conformance/mklayer.sh" >&2 &&
+		ISO_BASE_LAYER=$OUT/profiles/debian/10-base.squashfs \
+			"$TOP/build.sh" iso-with "$iso" "$OUT/tests/90-conformance.squashfs" >&2
+}
+# shellcheck disable=SC2317 # these predicates run through check
+suite_passed() { # every check passed, and enough of them ran for the run to mean something
+	local s p f
+	s=$(printf '%s\n' "$VM_OUT" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
+	[ -n "$s" ] || { vm_note "no 'N passed, N failed' line from unionconf"; return 1; }
+	p=${s%% passed*} f=${s#*passed, } f=${f%% failed}
+	vm_note "unionconf: $s"
+	[ "$f" -eq 0 ] && [ "$p" -ge 90 ]
+}
+# shellcheck disable=SC2317
+only_documented_limits() {
+	local n bad=0
+	while read -r n; do
+		case " $KNOWN_LIMITS " in
+		*" $n "*) vm_note "known limit (README.md): $n" ;;
+		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
+		esac
+	done < <(printf '%s\n' "$VM_OUT" | sed -n 's/^known-limit \([^:]*\):.*/\1/p')
+	return "$bad"
+}
+
+require test-iso-built debian_conformance_iso
+require qemu-starts vm_start profile-debian-conformance cd-bios "$iso"
+require login profile_login
+check systemd-is-pid-1 vm_run 'readlink /proc/1/exe'
+vm_run "grep ' / ' /proc/mounts | tail -n 1"
+check root-is-overlay-with-xino out_has '^[^ ]+ / overlay .*xino=on'
+check test-layer-stacked vm_run "grep ' /run/live/layers/90-conformance squashfs ro' /proc/mounts"
+vm_run '/usr/lib/liveunion/unionconf -v' 400
+rc=$?
+printf '%s\n' "$VM_OUT" >"$OUT/tests/qemu/profile-debian-conformance.unionconf.log"
+printf '%s\n' "$VM_OUT" | grep -E '^(FAIL|known-limit) ' | sed 's/^/# guest: /' >&2
+check unionconf-exit-0 test "$rc" -eq 0
+check unionconf-0-failed suite_passed
+check readdir-20000-entries-once out_has '^ok readdir.big-once$'
+check namemax-patched out_has '^ok namemax.reported$'
+check one-st_dev out_has '^ok stdev.one-st_dev$'
+check mv-of-lower-dir-works out_has '^ok rename.dir-mv$'
+check only-documented-known-limits only_documented_limits
+vm_stop
+finish
