@@ -31,7 +31,8 @@ profile_read() {
 	[ -f "$f" ] || die "no profile '$name' ($f does not exist; profiles: $(profile_names))"
 	while IFS= read -r line || [ -n "$line" ]; do
 		n=$((n + 1))
-		line=${line%%[[:space:]]#*}
+		line=${line%%[[:space:]]#*}             # a trailing comment
+		line=${line%"${line##*[![:space:]]}"} # trailing blanks
 		case "$line" in '' | '#'*) continue ;; esac
 		[[ "$line" == *=* ]] || die "$f:$n: not key=value: $line"
 		key=${line%%=*} val=${line#*=}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; the shipped profiles load
+# shellcheck disable=SC2016 # the single-quoted snippets are evaluated by run_profile
+set -uo pipefail
+export LC_ALL=C
+TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$TOP/out}
+pass=0 fail=0
+ok() { echo "ok $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+work=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-profile-conf.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# run_profile SNIPPET: SNIPPET in a subshell with the profile code sourced against $work/profiles; stdout+stderr.
+run_profile() {
+	(
+		# shellcheck disable=SC2317 # called by the sourced code
+		log() { printf '%s\n' "liveunion: $*" >&2; }
+		# shellcheck disable=SC2317
+		die() { printf '%s\n' "liveunion: error: $*" >&2; exit 1; }
+		# shellcheck source=rootfs/profile.sh
+		. "$TOP/rootfs/profile.sh"
+		# shellcheck source=rootfs/kiosk.sh
+		. "$TOP/rootfs/kiosk.sh"
+		PROFILE_DIR=${PDIR:-$work/profiles}
+		eval "$1"
+	) 2>&1
+}
+expect() { # NAME WANT-REGEX SNIPPET [fail]: SNIPPET's output matches WANT-REGEX (and its status is as expected)
+	local name=$1 want=$2 out rc
+	out=$(run_profile "$3")
+	rc=$?
+	if [ "${4:-ok}" = fail ] && [ "$rc" -eq 0 ]; then bad "$name (succeeded: $out)"; return; fi
+	if [ "${4:-ok}" = ok ] && [ "$rc" -ne 0 ]; then bad "$name (exit $rc: $out)"; return; fi
+	if printf '%s\n' "$out" | grep -Eq -- "$want"; then ok "$name"; else bad "$name (output: $out)"; fi
+}
+
+mkdir -p "$work/profiles"
+cat >"$work/profiles/a.conf" <<'C'
+# a comment
+rootfs=debootstrap
+hostname=first
+hostname=second   # the last occurrence wins; a trailing comment is dropped
+
+cmdline=live.timeout=5
+C
+printf 'zlib1g\n# comment\n  perl  \n\nbash\nperl\n' >"$work/profiles/a.packages"
+printf 'rootfs=debootstrap\nhostnme=typo\n' >"$work/profiles/typo.conf"
+printf 'hostname=x\n' >"$work/profiles/nobase.conf"
+printf 'base=a\nkiosk.command=/bin/app --full\nkiosk.persist=yes\nkiosk.data=/srv/app\ncmdline=quiet\n' >"$work/profiles/k.conf"
+printf 'base=a\nkiosk.command=/bin/app\n' >"$work/profiles/k2.conf"
+printf 'base=k\n' >"$work/profiles/deep.conf"
+printf 'rootfs=debootstrap\njust text\n' >"$work/profiles/notkv.conf"
+
+expect last-occurrence-wins '^second$' 'profile_load a; echo "${PCONF[hostname]}"'
+expect name-recorded '^a$' 'profile_load a; echo "${PCONF[name]}"'
+expect unknown-key-named 'typo.conf:2: unknown key .hostnme.' 'profile_load typo' fail
+expect not-key-value-named 'notkv.conf:2: not key=value: just text' 'profile_load notkv' fail
+expect rootfs-or-base-required 'rootfs=debootstrap or base=OTHER is required' 'profile_load nobase' fail
+expect missing-profile-lists-profiles "no profile 'nope'.*profiles: a .*k " 'profile_load nope' fail
+expect bad-name-refused "profile name '../a'" 'profile_load ../a' fail
+expect one-level-of-base 'has base= itself' 'profile_load deep' fail
+expect packages-sorted-unique-no-comments '^bash,perl,zlib1g$' 'profile_packages a | paste -sd, -'
+expect base-keys-visible '^second$' 'profile_load k; echo "${PCONF[base.hostname]}"'
+expect kiosk-persist-paths-cmdline '^live.timeout=5 live.persist.paths=/srv/app quiet$' 'profile_load k; profile_cmdline'
+expect kiosk-default-persistence-off '^live.timeout=5 live.persist=off$' 'profile_load k2; profile_cmdline'
+expect plain-profile-cmdline '^live.timeout=5$' 'profile_load a; profile_cmdline'
+# The profiles in the tree load, and their package lists are what the README says the debian one holds.
+for p in "$TOP"/configs/profiles/*.conf; do
+	n=$(basename "$p" .conf)
+	PDIR=$TOP/configs/profiles expect "shipped-profile-$n-loads" "^$n$" "profile_load $n; echo \"\${PCONF[name]}\""
+done
+PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
+	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do printf "%s\n" "$l" | grep -qx "$p" || exit 1; done; printf "%s\n" "$l" | grep -Eqx "initramfs-tools|dracut" && exit 1; echo ok'
+PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^live.persist=off$' 'profile_load kiosk; profile_cmdline'
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
