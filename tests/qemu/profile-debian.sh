@@ -32,7 +32,7 @@ check perl-runs vm_run 'perl -MPOSIX -e "print floor(42.5), qq(\n)"'
 check perl-output out_is 42
 check dhcp-address vm_run 'for i in $(seq 60); do ip -4 -o addr show scope global | grep -q "inet 10\.0\.2\.15/" && break; sleep 1; done; ip -4 -o addr show scope global'
 check dhcp-address-is-qemu-user-net out_has 'inet 10\.0\.2\.15/24'
-check dns-from-dhcp vm_run 'resolvectl dns 2>&1'
+check dns-from-dhcp vm_run 'for i in $(seq 30); do resolvectl dns 2>&1 | grep -q "10\.0\.2\.3" && break; sleep 1; done; resolvectl dns 2>&1'
 check dns-server-is-qemu out_has '10\.0\.2\.3'
 check no-initramfs-generator vm_run 'for p in initramfs-tools dracut; do dpkg-query -W -f="\${db:Status-Status} $p\n" $p 2>/dev/null; done | grep "^installed" ; test $? -eq 1'
 check fstab-empty vm_run 'grep -v "^#" /etc/fstab | grep . ; test $? -eq 1'
