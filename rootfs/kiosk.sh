@@ -74,6 +74,10 @@ kiosk_layer() {
 	User=$user
 	WorkingDirectory=$data
 	Environment=TERM=linux HOME=$data
+	# With live.persist.paths= the data directory is the root of its own overlay, whose attributes are those of
+	# the upper directory the initramfs made in the store (root's, 0755): give it back to the app ('+': as root).
+	ExecStartPre=+/bin/chown $user:$user $data
+	ExecStartPre=+/bin/chmod 0750 $data
 	ExecStart=$cmd
 	Restart=always
 	RestartSec=1
