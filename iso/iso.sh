@@ -24,16 +24,20 @@ iso_subst() {
 	sed -e "s|@CMDLINE@|$2|g" -e "s|@VERSION@|$LIVEUNION_VERSION|g" -e "s|@GRUBUUID@|$3|g" "$1"
 }
 
-# iso_esp DIR UUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
+# iso_esp DIR UUID GRUBUUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
+# GRUB is made by grub-mkimage from GRUB_MODULES (all built in) plus a memdisk tar that holds only the embedded
+# grub.cfg: grub-mkstandalone would do the same but writes the build's wall-clock time into its memdisk tar, so no
+# two builds would give the same ISO. Our tar has fixed owners, order and dates (SOURCE_DATE_EPOCH).
 iso_esp() {
 	local d=$1 uuid=$2 grubuuid=$3 efi=$1/bootx64.efi kb
-	iso_subst "$TOP/iso/grub-embed.cfg.in" "" "$grubuuid" >"$d/grub-embed.cfg"
-	touch -d "@$SOURCE_DATE_EPOCH" "$d/grub-embed.cfg"
-	# grub-mkstandalone embeds every module unless told which (FIELD-NOTES: 10 MB otherwise).
+	rm -rf "$d/memdisk"
+	mkdir -p "$d/memdisk/boot/grub"
+	iso_subst "$TOP/iso/grub-embed.cfg.in" "" "$grubuuid" >"$d/memdisk/boot/grub/grub.cfg"
+	tar -C "$d/memdisk" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+		--mode=u=rwX,go=rX --format=ustar -cf "$d/memdisk.tar" boot || die "tar of GRUB's memdisk failed"
 	# shellcheck disable=SC2086 # GRUB_MODULES is a word list on purpose
-	grub-mkstandalone -O x86_64-efi -o "$efi" --locales= --fonts= --themes= \
-		--install-modules="$GRUB_MODULES" --modules="part_gpt part_msdos iso9660 search search_fs_uuid configfile normal" \
-		"boot/grub/grub.cfg=$d/grub-embed.cfg" || die "grub-mkstandalone failed"
+	grub-mkimage -O x86_64-efi -o "$efi" -p '(memdisk)/boot/grub' -m "$d/memdisk.tar" memdisk tar $GRUB_MODULES ||
+		die "grub-mkimage (x86_64-efi, modules: $GRUB_MODULES) failed"
 	kb=$(($(du -k "$efi" | cut -f1) + 256))
 	rm -f "$d/efi.img"
 	mkfs.vfat -C -n LIVEUNIEFI -i "${uuid:8:8}" --invariant "$d/efi.img" "$kb" >/dev/null || die "mkfs.vfat of the ESP failed"
