@@ -162,6 +162,7 @@ int persist_paths_mount(struct plan *p)
 		lower[PATH_LEN * 2], empty[PATH_LEN + 16];
 	struct stat st;
 	int n, i, j, bad = 0;
+	bool fresh;
 	size_t used;
 
 	if (!p->persist_paths_active)
@@ -171,15 +172,23 @@ int persist_paths_mount(struct plan *p)
 		if (persist_path_key(paths[i], key, sizeof(key)) != 0 ||
 		    path_fmt(base, sizeof(base), "%s/store/" STORE_DIR "/paths/%s", p->run_live, key) != 0 ||
 		    path_fmt(up, sizeof(up), "%s/upper", base) != 0 || path_fmt(wk, sizeof(wk), "%s/work", base) != 0 ||
-		    path_fmt(target, sizeof(target), "%s%s", p->newroot, paths[i]) != 0 || mkdir_p(up, 0755) != 0 ||
-		    mkdir_p(wk, 0755) != 0)
+		    path_fmt(target, sizeof(target), "%s%s", p->newroot, paths[i]) != 0)
+			goto bad;
+		fresh = lstat(up, &st) != 0;
+		if (mkdir_p(up, 0755) != 0 || mkdir_p(wk, 0755) != 0)
 			goto bad;
 		if (lstat(target, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			fail(ENOTDIR, "persist %s: it is not a directory in the live root", paths[i]);
 			goto bad;
 		}
-		if (mkdir_p(target, 0755) != 0)
+		if (mkdir_p(target, 0755) != 0 || stat(target, &st) != 0)
 			goto bad;
+		/* The overlay's root takes owner and mode from its upper: a new upper gets those of the directory
+		 * it covers (a user's home stays the user's); an upper of an earlier boot keeps what was set on it. */
+		if (fresh && (chown(up, st.st_uid, st.st_gid) != 0 || chmod(up, st.st_mode & 07777) != 0)) {
+			fail(errno, "persist %s: cannot give %s the owner and mode of %s", paths[i], up, target);
+			goto bad;
+		}
 		used = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
 		for (j = p->nlayers - 1; j >= 0; j--) {
 			if (path_fmt(lower, sizeof(lower), "%s%s", p->layer[j].dir, paths[i]) != 0)

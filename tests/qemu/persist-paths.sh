@@ -4,16 +4,21 @@
 . "$(dirname "$0")/persist-lib.bash"
 img=$PDIR/stick.img tag=$$
 require stick-made make_stick "$img" --persist-size 32M
-require boot1 kvm_start persist-paths "$img" "live.persist.paths=/home,/var/lib/app,/proc/x"
+require boot1 kvm_start persist-paths "$img" "live.persist.paths=/home,/var/lib/app,/root,/proc/x"
 require login1 vm_login
 check said-home-persists log_has 'liveunion: persistence: /home persists \(store store/liveunion-v1/paths/home\)'
 check said-app-persists log_has 'liveunion: persistence: /var/lib/app persists'
 check bad-path-named log_has "liveunion: persistence: live.persist.paths: ignored .*'/proc/x'"
-check result-names-paths vm_run "grep -x 'persist.result=store .*, only /home,/var/lib/app' /run/live/plan"
+check result-names-paths vm_run "grep -x 'persist.result=store .*, only /home,/var/lib/app,/root' /run/live/plan"
+# a persistent directory keeps the owner and mode of the directory it covers (/root is 0700 in 10-base)
+check root-mode-kept vm_run "stat -c %a:%u /root /var/lib/app"
+check root-700-app-755 out_is "700:0"$'\n'"755:0"
 check root-upper-is-tmpfs vm_run "grep ' /run/live/upper tmpfs ' /proc/mounts"
 check home-is-own-overlay vm_run "grep ' /home overlay ' /proc/mounts"
 check modify vm_run "echo home-$tag >/home/kept && echo etc-$tag >/etc/kept && echo app-$tag >/var/lib/app/data && rm /etc/shells && sync"
 require reboot1 vm_reboot
+check root-still-700 vm_run "stat -c %a /root"
+check root-still-700-is out_is 700
 check home-file-kept vm_run "cat /home/kept /var/lib/app/data"
 check home-and-app-content out_is "home-$tag"$'\n'"app-$tag"
 check etc-file-gone vm_run "test ! -e /etc/kept && test -e /etc/shells"
