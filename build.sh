@@ -54,16 +54,19 @@ need_pkgs() {
 	DEBIAN_FRONTEND=noninteractive $cmd >&2 || die "could not install: ${missing[*]}"
 }
 
-# hash_of FILE|DIR...: one sha256 over names and contents, stable across checkouts.
+# hash_of FILE|DIR...: one sha256 over names and contents, stable across checkouts and output directories
+# (names are relative to OUT or TOP: the ISO's UUID comes from such a hash, so a path in it would make the
+# ISO depend on where it was built).
 hash_of() {
-	local f
+	local f n
 	for f in "$@"; do
+		n=${f#"$OUT"/} && n=${n#"$TOP"/}
 		if [ -d "$f" ]; then
 			(cd "$f" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
 		elif [ -e "$f" ]; then
-			printf '%s  %s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" "${f#"$TOP"/}"
+			printf '%s  %s\n' "$(sha256sum <"$f" | cut -d' ' -f1)" "$n"
 		else
-			printf 'absent %s\n' "${f#"$TOP"/}"
+			printf 'absent %s\n' "$n"
 		fi
 	done | sha256sum | cut -c1-16
 }
