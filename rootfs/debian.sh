@@ -10,6 +10,8 @@
 PROFILE_CACHE=${PROFILE_CACHE:-$OUT/cache}
 # Bump when the debootstrap invocation or the post-install clean-up below changes meaning (it is part of KEY).
 DEBIAN_RECIPE=1
+# A mirror that stops answering must not hold the build for ever (seconds).
+DEBOOTSTRAP_TIMEOUT=${DEBOOTSTRAP_TIMEOUT:-1800}
 
 # debian_mirror SUITE-KEY-VALUE: the profile's mirror=, else the host's own Debian mirror, else deb.debian.org.
 debian_mirror() {
@@ -40,9 +42,16 @@ debian_tree() {
 	mkdir -p "$PROFILE_CACHE/debs" "$PROFILE_CACHE/debootstrap"
 	log "  debootstrap --variant=minbase $suite from $mirror (+ $pkgs); log: $dir.log"
 	t0=$SECONDS
-	debootstrap --variant=minbase --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
-		"$suite" "$dir.tmp" "$mirror" >"$dir.log" 2>&1 ||
-		{ tail -n 20 "$dir.log" >&2; die "debootstrap of $suite failed (log: $dir.log)"; }
+	local rc=0
+	timeout -k 30 "$DEBOOTSTRAP_TIMEOUT" debootstrap --variant=minbase --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
+		"$suite" "$dir.tmp" "$mirror" >"$dir.log" 2>&1 || rc=$?
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		tail -n 20 "$dir.log" >&2
+		die "debootstrap of $suite from $mirror did not finish in ${DEBOOTSTRAP_TIMEOUT}s (a slow or unreachable mirror? set mirror= in the profile, or DEBOOTSTRAP_TIMEOUT; log: $dir.log)"
+	elif [ "$rc" -ne 0 ]; then
+		tail -n 20 "$dir.log" >&2
+		die "debootstrap of $suite from $mirror failed (log: $dir.log)"
+	fi
 	# Our initramfs boots this root: an initramfs generator in it would only be dead weight (and a trap on upgrades).
 	local p
 	for p in initramfs-tools dracut dracut-core tiny-initramfs; do

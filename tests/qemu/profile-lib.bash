@@ -7,8 +7,19 @@ PROFILE_USER=${PROFILE_USER:-live}
 VM_BOOT_TIMEOUT=${PROFILE_BOOT_TIMEOUT:-400} # systemd under TCG, UEFI included
 
 # profile_iso NAME: builds (or finds cached) out/liveunion-NAME.iso; the build's own output goes to stderr.
+# A build that failed once in this test run (tests/run sets LIVEUNION_TEST_RUN) is not tried again by the
+# next scenario of the same profile: it would fail the same way (a mirror out of reach) and cost as long.
 profile_iso() {
-	"$TOP/build.sh" --profile "$1" >&2
+	local mark=$OUT/tests/profile-$1.failed
+	if [ -n "${LIVEUNION_TEST_RUN:-}" ] && [ "$(cat "$mark" 2>/dev/null)" = "$LIVEUNION_TEST_RUN" ]; then
+		vm_note "the $1 profile failed to build earlier in this test run (its log is in that scenario's log): not tried again"
+		return 1
+	fi
+	if ! "$TOP/build.sh" --profile "$1" >&2; then
+		mkdir -p "$OUT/tests" && printf '%s\n' "${LIVEUNION_TEST_RUN:-}" >"$mark"
+		return 1
+	fi
+	rm -f "$mark"
 }
 
 # profile_login: log in as the live user on the serial console, then a root shell (dash: no line editing,
