@@ -10,7 +10,8 @@
 #   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
 #                         same kernel and initramfs -> out/liveunion-NAME.iso; needs root (debootstrap); see README
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS;
-#   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache).
+#   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache),
+#   DEBOOTSTRAP_TIMEOUT (seconds, default 1800); tests: TEST_TIMEOUT (seconds per test, default 1200).
 set -euo pipefail
 export LC_ALL=C
 umask 022
