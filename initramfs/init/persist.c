@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "saved.h"
 #include "stack.h"
 #include "store.h"
 #include "util.h"
@@ -282,6 +283,93 @@ static int use_store(struct plan *p, struct store *s, bool reset)
 	return 0;
 }
 
+/* live.layers= may name a saved layer; once the store has been looked at, a name found nowhere stops the
+ * boot as a typo would have at step layers. */
+static int check_filter(const struct plan *p)
+{
+	char err[VALUE_MAX + 200];
+
+	if (plan_check_filter(p, err, sizeof(err)) != 0)
+		return fail(ENOENT, "choose layers: %s", err);
+	return 0;
+}
+
+/* Undo store_find and the mount: the loop device of an image file, the FAT it is on. */
+static void release_store(struct store *s, int loopfd, bool mounted)
+{
+	if (mounted && umount(s->dir) != 0)
+		msg("umount %s: %s", s->dir, strerror(errno));
+	if (loopfd >= 0 && close(loopfd) != 0)
+		msg("close %s: %s", s->dev, strerror(errno));
+	if (loopfd >= 0 && umount(s->host) != 0 && errno != EINVAL)
+		msg("umount %s: %s", s->host, strerror(errno));
+}
+
+/* The mounted store's saved layers planned; -1 (nothing left mounted) when live.layers= names a layer
+ * found nowhere. */
+static int pick_saved(struct plan *p, struct store *s, int loopfd)
+{
+	if (saved_pick(p, s->dir) < 0) {
+		msg("saved layers: %s: %s; none used", fail_what(), strerror(fail_errno()));
+		fail_clear();
+	}
+	if (check_filter(p) == 0)
+		return 0;
+	plan_drop_saved(p);
+	release_store(s, loopfd, true);
+	return -1;
+}
+
+/* live.persist=off: the store is still where saved layers come from ("reboot without persistence" keeps
+ * what was saved). Looked for as auto does (the boot disk only: a stranger's stick never supplies layers),
+ * mounted read-only without a journal replay, never written; the upper is a tmpfs. */
+static int saved_only(struct plan *p)
+{
+	struct store s;
+	struct sb sb;
+	char why[300];
+	int loopfd, n;
+
+	memset(&s, 0, sizeof(s));
+	s.ro = true;
+	text_fmt(p->persist_result, sizeof(p->persist_result), "none: live.persist=off");
+	if (path_fmt(s.dir, sizeof(s.dir), "%s/store", p->run_live) != 0 ||
+	    path_fmt(s.host, sizeof(s.host), "%s/store-host", p->run_live) != 0 || mkdir_p(s.dir, 0755) != 0 ||
+	    mkdir_p(s.host, 0755) != 0)
+		return -1;
+	if (!store_find(p, "auto", &s, &loopfd, why, sizeof(why))) {
+		msg("persistence: none: live.persist=off; no saved layers (%s)", why);
+		return check_filter(p) == 0 ? stack_upper(p) : -1;
+	}
+	if (store_read_sb(s.dev, &sb) != 0 || !sb.ext ||
+	    do_mount(s.dev, s.dir, "ext4", MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload") != 0) {
+		msg("persistence: none: live.persist=off; the store %s cannot be read (%s: %s): no saved layers", s.what,
+		    sb.ext ? fail_what() : "not ext2/3/4", strerror(sb.ext ? fail_errno() : EINVAL));
+		fail_clear();
+		release_store(&s, loopfd, false);
+		return check_filter(p) == 0 ? stack_upper(p) : -1;
+	}
+	if (sb.recover)
+		msg("persistence: live.persist=off: the store %s has a journal to replay (a power cut?); it is read "
+		    "without replaying it, so the newest saved layer may be missing or damaged: boot once with "
+		    "persistence to replay it", s.what);
+	if (pick_saved(p, &s, loopfd) != 0)
+		return -1;
+	n = saved_mount(p, s.what);
+	if (n == 0) {
+		msg("persistence: none: live.persist=off; no saved layers in %s", s.what);
+		release_store(&s, loopfd, true);
+		return stack_upper(p);
+	}
+	if (loopfd >= 0 && close(loopfd) != 0)
+		msg("close %s: %s", s.dev, strerror(errno));
+	text_fmt(p->persist_result, sizeof(p->persist_result),
+		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay", n, s.what);
+	msg("persistence: %s; changes go to tmpfs", p->persist_result);
+	stack_print(p);
+	return stack_upper(p);
+}
+
 int persist_upper(struct plan *p)
 {
 	struct store s;
@@ -292,28 +380,29 @@ int persist_upper(struct plan *p)
 
 	memset(&s, 0, sizeof(s));
 	s.ro = ro;
-	if (persist_kind(p->persist) == PK_OFF) {
-		text_fmt(p->persist_result, sizeof(p->persist_result), "none: live.persist=off");
-		msg("persistence: %s", p->persist_result);
-		return stack_upper(p);
-	}
+	if (persist_kind(p->persist) == PK_OFF)
+		return saved_only(p);
 	if (persist_kind(p->persist) == PK_BAD) {
 		text_fmt(p->persist_result, sizeof(p->persist_result),
 			 "none: live.persist=%s is not auto, off, LABEL=x, UUID=x, PARTUUID=x or file:PATH", p->persist);
 		msg("persistence: %s", p->persist_result);
-		return stack_upper(p);
+		return check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
 	if (path_fmt(s.dir, sizeof(s.dir), "%s/store", p->run_live) != 0 ||
 	    path_fmt(s.host, sizeof(s.host), "%s/store-host", p->run_live) != 0 || mkdir_p(s.dir, 0755) != 0 ||
 	    mkdir_p(s.host, 0755) != 0)
 		return -1;
-	found = store_find(p, &s, &loopfd, why, sizeof(why));
+	found = store_find(p, p->persist, &s, &loopfd, why, sizeof(why));
 	if (!found) {
 		text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s", why);
 		msg("persistence: %s", p->persist_result);
-		return stack_upper(p);
+		return check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
 	if (check_store(&s) == 0 && do_mount(s.dev, s.dir, "ext4", s.ro ? MS_RDONLY : 0, NULL) == 0) {
+		if (pick_saved(p, &s, loopfd) != 0)
+			return -1;
+		if (p->nsaved && saved_mount(p, s.what))
+			stack_print(p);
 		if (use_store(p, &s, reset) == 0) {
 			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ? (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 : 0;
 
@@ -328,6 +417,10 @@ int persist_upper(struct plan *p)
 		}
 		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
 		fail_clear();
+		if (p->nsaved) {
+			msg("saved layers: left out with their store");
+			saved_unmount(p);
+		}
 		if (umount(s.dir) != 0)
 			msg("umount %s: %s", s.dir, strerror(errno));
 	} else if (fail_what()[0]) {
@@ -335,9 +428,6 @@ int persist_upper(struct plan *p)
 		fail_clear();
 	}
 	text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s not usable (see above)", s.what);
-	if (loopfd >= 0 && close(loopfd) != 0)
-		msg("close %s: %s", s.dev, strerror(errno));
-	if (loopfd >= 0 && umount(s.host) != 0)
-		msg("umount %s: %s", s.host, strerror(errno));
-	return stack_upper(p);
+	release_store(&s, loopfd, false);
+	return check_filter(p) == 0 ? stack_upper(p) : -1;
 }

@@ -180,7 +180,9 @@ int plan_set_layers(struct plan *p, const char *const files[], int n, char *err,
 		if (strcmp(p->layer[i].name, p->layer[i - 1].name) == 0)
 			return errf(err, elen, "layer %s given twice", p->layer[i].name);
 	/* Every layer the user named, to keep or to leave out, must exist: a typo would silently boot
-	 * a different system. */
+	 * a different system. What the medium lacks may be saved in the store, which is looked at later. */
+	p->layers_unknown[0] = '\0';
+	xl = 0;
 	for (f = p->layer_filter; *f;) {
 		const char *e = strchr(f, ',');
 		size_t l = e ? (size_t)(e - f) : strlen(f);
@@ -190,16 +192,114 @@ int plan_set_layers(struct plan *p, const char *const files[], int n, char *err,
 		for (j = 0; j < nstems; j++)
 			if (entry_names(f + ex, l - ex, stems[j]))
 				found = true;
-		if (l > ex && !found)
-			return errf(err, elen, "live.layers= names %.*s, which is not on the medium as live/[NN-]%.*s.squashfs",
-				    (int)l, f, (int)(l - ex), f + ex);
+		if (l > ex && !found) {
+			int w = snprintf(p->layers_unknown + xl, sizeof(p->layers_unknown) - xl, "%s%.*s", xl ? "," : "",
+					 (int)l, f);
+
+			if (w > 0 && (size_t)w < sizeof(p->layers_unknown) - xl)
+				xl += (size_t)w;
+		}
 		f += l + (e ? 1 : 0);
 	}
 	if (count == 0)
 		return errf(err, elen, "no live/NN-name.squashfs layer on the medium%s",
 			    p->layer_filter[0] ? " is left by live.layers=" : "");
 	p->nlayers = count;
+	p->nsaved = 0;
 	return count;
+}
+
+static void list_add(char *list, size_t len, const char *item, size_t ilen)
+{
+	size_t used = strlen(list);
+	int w = snprintf(list + used, len - used, "%s%.*s", used ? "," : "", (int)ilen, item);
+
+	if (w < 0 || (size_t)w >= len - used)
+		list[used] = '\0';
+}
+
+static void note_add(char *note, size_t nlen, const char *stem, const char *why)
+{
+	size_t used = nlen ? strlen(note) : 0;
+
+	if (nlen > used && snprintf(note + used, nlen - used, "%s%s (%s)", used ? ", " : "", stem, why) < 0)
+		note[used] = '\0';
+}
+
+int plan_add_saved(struct plan *p, const char *const files[], int n, const char *dir, char *note, size_t nlen)
+{
+	static char stems[MAX_LAYERS * 4][64];
+	char left[VALUE_MAX] = "";
+	const char *f;
+	bool includes = filter_has_includes(p->layer_filter);
+	int i, j, first = p->nlayers, nstems = 0;
+
+	if (nlen)
+		note[0] = '\0';
+	for (i = 0; i < n; i++) {
+		struct layer *l;
+		char stem[64];
+		bool dup = false;
+
+		if (layer_stem(files[i], stem, sizeof(stem)) != 0)
+			continue;
+		if (nstems < (int)(sizeof(stems) / sizeof(stems[0])))
+			memcpy(stems[nstems++], stem, strlen(stem) + 1);
+		if ((includes && !in_filter(p->layer_filter, stem, false)) || in_filter(p->layer_filter, stem, true)) {
+			list_add(p->layers_excluded, sizeof(p->layers_excluded), stem, strlen(stem));
+			continue;
+		}
+		for (j = 0; j < p->nlayers; j++)
+			dup |= strcmp(p->layer[j].name, stem) == 0;
+		if (dup || p->nlayers == MAX_LAYERS) {
+			note_add(note, nlen, stem, dup ? "a medium layer has that name" : "no room: " MAX_LAYERS_TEXT " layers");
+			continue;
+		}
+		l = &p->layer[p->nlayers];
+		memset(l, 0, sizeof(*l));
+		memcpy(l->name, stem, strlen(stem) + 1);
+		l->loop = l->hash_loop = l->dm_minor = -1;
+		l->saved = true;
+		if (snprintf(l->file, sizeof(l->file), "%s/%s", dir, files[i]) >= (int)sizeof(l->file) ||
+		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir)) {
+			note_add(note, nlen, stem, "path too long");
+			continue;
+		}
+		p->nlayers++;
+	}
+	qsort(p->layer + first, (size_t)(p->nlayers - first), sizeof(p->layer[0]), by_name);
+	p->nsaved = p->nlayers - first;
+	/* live.layers= entries that named none of the medium's layers may name one of these */
+	for (f = p->layers_unknown; *f;) {
+		const char *e = strchr(f, ',');
+		size_t l = e ? (size_t)(e - f) : strlen(f), ex = l > 0 && f[0] == '-';
+		bool found = false;
+
+		for (j = 0; j < nstems; j++)
+			found |= entry_names(f + ex, l - ex, stems[j]);
+		if (!found)
+			list_add(left, sizeof(left), f, l);
+		f += l + (e ? 1 : 0);
+	}
+	memcpy(p->layers_unknown, left, strlen(left) + 1);
+	return p->nsaved;
+}
+
+void plan_drop_saved(struct plan *p)
+{
+	p->nlayers -= p->nsaved;
+	p->nsaved = 0;
+}
+
+int plan_check_filter(const struct plan *p, char *err, size_t elen)
+{
+	size_t l = strcspn(p->layers_unknown, ","), ex = p->layers_unknown[0] == '-';
+
+	if (!p->layers_unknown[0])
+		return 0;
+	return errf(err, elen, "live.layers= names %.*s, which is not on the medium as live/[NN-]%.*s.squashfs nor "
+			       "saved in the store's liveunion-v1/layers/", (int)l, p->layers_unknown, (int)(l - ex),
+		    p->layers_unknown + ex);
 }
 
 int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen)
@@ -275,7 +375,7 @@ static void put(struct out *o, const char *fmt, ...)
 size_t plan_print(const struct plan *p, char *buf, size_t len)
 {
 	struct out o = {buf, len, 0};
-	int i;
+	int i, n;
 
 	if (len)
 		buf[0] = '\0';
@@ -294,6 +394,10 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	put(&o, "layers=");
 	for (i = 0; i < p->nlayers; i++)
 		put(&o, "%s%s", i ? "," : "", p->layer[i].name);
+	put(&o, "\nlayers.saved=");
+	for (i = 0, n = 0; i < p->nlayers; i++)
+		if (p->layer[i].saved)
+			put(&o, "%s%s", n++ ? "," : "", p->layer[i].name);
 	put(&o, "\nlayers.excluded=%s\n", p->layers_excluded);
 	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
 	    p->verify_mode == VERIFY_ON ? "on" : p->verify_mode == VERIFY_OFF ? "off" : "none", p->verify_result,
@@ -307,6 +411,8 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 			put(&o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
 		if (l->dm_minor >= 0)
 			put(&o, "layer.%s.verity=/dev/dm-%d %s\n", l->name, l->dm_minor, l->root_hash);
+		if (l->saved)
+			put(&o, "layer.%s.from=store\n", l->name);
 	}
 	put(&o, "toram.result=%s\n", p->toram_result);
 	put(&o, "persist.flags=%s\npersist.paths=%s\npersist.result=%s\n", p->persist_flags, p->persist_paths,

@@ -9,6 +9,7 @@
 
 /* overlayfs stacks at most 500 lower layers; 128 keeps the plan small and is far more than a medium needs. */
 #define MAX_LAYERS 128
+#define MAX_LAYERS_TEXT "128"
 #define PATH_LEN 256
 #define ROOT_HASH_LEN 128 /* hex digits; sha512 at most */
 
@@ -23,6 +24,7 @@ struct layer {
 	char hash_file[PATH_LEN];
 	int hash_loop;        /* -1 when not verified */
 	int dm_minor;         /* -1 when not verified; the layer is mounted from /dev/dm-N */
+	bool saved;           /* from the store's liveunion-v1/layers/ (liveunion save), not the medium */
 };
 
 /* live.verify= forms. */
@@ -63,7 +65,9 @@ struct plan {
 	struct iso_id id;
 	int nlayers;            /* bottom first */
 	struct layer layer[MAX_LAYERS];
-	char layers_excluded[VALUE_MAX]; /* layers on the medium that live.layers= left out */
+	char layers_excluded[VALUE_MAX]; /* layers on the medium (or saved in the store) that live.layers= left out */
+	char layers_unknown[VALUE_MAX];  /* live.layers= entries that name no layer found so far */
+	int nsaved;             /* how many of the layers (the top ones below a persist layer) come from the store */
 	char verify_result[200];
 	char check_result[200];
 	char toram_result[200];
@@ -84,8 +88,20 @@ int persist_path_key(const char *path, char *out, size_t len);
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);
 /* Choose layers from the file names in live/ (any order); bottom first by name, live.layers= applied.
- * Returns the number chosen, -1 with why in err. Names that are not NN-name.squashfs are skipped. */
+ * Returns the number chosen, -1 with why in err. Names that are not NN-name.squashfs are skipped.
+ * Entries of live.layers= that name none of them go to layers_unknown: they may name a saved layer of
+ * the store, which is found later (plan_add_saved); plan_check_filter then refuses what is left. */
 int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen);
+/* Saved layers (liveunion save) from the file names in dir (the store's liveunion-v1/layers, any order):
+ * added above the layers planned so far, by name, live.layers= applied, marked saved. A name the medium
+ * already has, and what MAX_LAYERS leaves no room for, is skipped and named in note. Returns how many
+ * were added. */
+int plan_add_saved(struct plan *p, const char *const files[], int n, const char *dir, char *note, size_t nlen);
+/* Remove the saved layers from the plan again (their store could not be used). */
+void plan_drop_saved(struct plan *p);
+/* 0, or -1 with why in err when live.layers= names a layer that is neither on the medium nor saved
+ * in the store: a typo must not boot a different system. */
+int plan_check_filter(const struct plan *p, char *err, size_t elen);
 /* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err
  * (not listed, listed twice, not hex). */
 int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen);

@@ -118,29 +118,71 @@ static int by_name(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* One line, bottom to top, as the overlay will stack them (the upper goes on top at step overlay). */
-static void print_stack(const struct plan *p)
+void stack_print(const struct plan *p)
 {
-	static char line[MAX_LAYERS * 66 + 64];
+	static char line[MAX_LAYERS * 74 + 64];
 	size_t used = 0;
 	int i, n;
 
 	line[0] = '\0';
 	for (i = 0; i < p->nlayers; i++) {
-		n = snprintf(line + used, sizeof(line) - used, "%s%s", i ? " " : "", p->layer[i].name);
+		n = snprintf(line + used, sizeof(line) - used, "%s%s%s", i ? " " : "", p->layer[i].name,
+			     p->layer[i].saved ? "(store)" : "");
 		if (n < 0 || (size_t)n >= sizeof(line) - used)
 			break;
 		used += (size_t)n;
 	}
-	msg("stack, bottom to top (%d layer(s)%s): %s", p->nlayers,
-	    p->verify_mode == VERIFY_ON ? ", dm-verity" : ", unverified", line);
+	msg("stack, bottom to top (%d layer(s)%s%s): %s", p->nlayers,
+	    p->verify_mode == VERIFY_ON ? ", dm-verity" : ", unverified",
+	    p->verify_mode == VERIFY_ON && p->nsaved ? ", not the store's" : "", line);
+}
+
+int stack_mount_layer(struct plan *p, struct layer *l)
+{
+	char dev[32];
+	struct stat st;
+	int lfd;
+
+	if (stat(l->file, &st) != 0)
+		return fail(errno, "stat %s", l->file);
+	l->bytes = (unsigned long long)st.st_size;
+	if (mkdir_p(l->dir, 0755) != 0)
+		return -1;
+	/* A retry from the rescue shell: what an earlier try mounted here goes first (its loop and
+	 * dm-verity devices with it), so each layer is set up once. Not mounted: EINVAL, nothing to do. */
+	if (umount(l->dir) == 0)
+		msg("layer %s: unmounted %s left by an earlier try", l->name, l->dir);
+	lfd = loop_attach(l->file, &l->loop);
+	if (lfd < 0)
+		return -1;
+	/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear. A saved layer
+	 * has no root hash (the boot menu was made before it): it is mounted from its loop device. */
+	if ((l->saved ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) : verity_layer(p, l, dev, sizeof(dev))) != 0 ||
+	    (p->check && check_layer(l, dev) != 0)) {
+		if (close(lfd) != 0)
+			msg("close /dev/loop%d: %s", l->loop, strerror(errno));
+		return -1;
+	}
+	if (mount(dev, l->dir, "squashfs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0) {
+		int err2 = errno;
+
+		/* autoclear detaches the loop device on this close */
+		if (close(lfd) != 0)
+			msg("close %s: %s", dev, strerror(errno));
+		l->loop = -1;
+		return fail(err2, "mount squashfs %s on %s", l->file, l->dir);
+	}
+	if (close(lfd) != 0)
+		return fail(errno, "close %s", dev);
+	msg("layer %s: %s on %s via %s (%llu bytes)", l->name, l->file, l->dir, dev, l->bytes);
+	return 0;
 }
 
 int stack_layers(struct plan *p)
 {
 	static char names[MAX_LAYERS * 4][128];
 	const char *list[MAX_LAYERS * 4];
-	char live[PATH_LEN + 16], err[300], dev[32];
+	char live[PATH_LEN + 16], err[300];
 	DIR *d;
 	struct dirent *e;
 	int n = 0, i;
@@ -174,47 +216,14 @@ int stack_layers(struct plan *p)
 		msg("WARNING: no live.verify= root hashes on the command line: the layers are not verified");
 	if (p->check && p->verify_mode != VERIFY_ON)
 		msg("live.check without dm-verity finds unreadable blocks only, not altered ones");
-	for (i = 0; i < p->nlayers; i++) {
-		struct layer *l = &p->layer[i];
-		struct stat st;
-		int lfd;
-
-		if (stat(l->file, &st) != 0)
-			return fail(errno, "stat %s", l->file);
-		l->bytes = (unsigned long long)st.st_size;
-		if (mkdir_p(l->dir, 0755) != 0)
+	for (i = 0; i < p->nlayers; i++)
+		if (stack_mount_layer(p, &p->layer[i]) != 0)
 			return -1;
-		/* A retry from the rescue shell: what an earlier try mounted here goes first (its loop and
-		 * dm-verity devices with it), so each layer is set up once. Not mounted: EINVAL, nothing to do. */
-		if (umount(l->dir) == 0)
-			msg("layer %s: unmounted %s left by an earlier try", l->name, l->dir);
-		lfd = loop_attach(l->file, &l->loop);
-		if (lfd < 0)
-			return -1;
-		/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear */
-		if (verity_layer(p, l, dev, sizeof(dev)) != 0 || (p->check && check_layer(l, dev) != 0)) {
-			if (close(lfd) != 0)
-				msg("close /dev/loop%d: %s", l->loop, strerror(errno));
-			return -1;
-		}
-		if (mount(dev, l->dir, "squashfs", MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0) {
-			int err2 = errno;
-
-			/* autoclear detaches the loop device on this close */
-			if (close(lfd) != 0)
-				msg("close %s: %s", dev, strerror(errno));
-			l->loop = -1;
-			return fail(err2, "mount squashfs %s on %s", l->file, l->dir);
-		}
-		if (close(lfd) != 0)
-			return fail(errno, "close %s", dev);
-		msg("layer %s: %s on %s via %s (%llu bytes)", l->name, l->file, l->dir, dev, l->bytes);
-	}
 	text_fmt(p->verify_result, sizeof(p->verify_result), "%s",
 		 p->verify_mode == VERIFY_ON ? "every layer through dm-verity" : "not verified");
 	if (p->check)
 		text_fmt(p->check_result, sizeof(p->check_result), "passed: %d layer(s) read in full", p->nlayers);
-	print_stack(p);
+	stack_print(p);
 	return 0;
 }
 

@@ -279,10 +279,9 @@ out:
 	return ok;
 }
 
-int store_find(const struct plan *p, struct store *s, int *loopfd, char *why, size_t wlen)
+int store_find(const struct plan *p, const char *spec, struct store *s, int *loopfd, char *why, size_t wlen)
 {
 	static char names[MAX_PARTS * 2][32];
-	const char *spec = p->persist;
 	char disk[32], dev[64];
 	struct sb sb;
 	int n, i;

@@ -27,8 +27,9 @@ struct store {
 
 /* The ext2/3/4 superblock of dev: s->ext 0 when it is none. -1 when dev cannot be read. */
 int store_read_sb(const char *dev, struct sb *s);
-/* Find the store live.persist= asks for: 1 found (s->dev, s->what set), 0 not (why in why).
- * An image file is attached to a loop device whose fd goes to *loopfd (else -1): close it once
- * the store is mounted. auto and file: look only at the disk p->device is on. */
-int store_find(const struct plan *p, struct store *s, int *loopfd, char *why, size_t wlen);
+/* Find the store spec (live.persist=, or "auto" for live.persist=off's saved layers) asks for: 1 found
+ * (s->dev, s->what set), 0 not (why in why). An image file is attached to a loop device (read-only
+ * when s->ro) whose fd goes to *loopfd (else -1): close it once the store is mounted. auto and file:
+ * look only at the disk p->device is on. */
+int store_find(const struct plan *p, const char *spec, struct store *s, int *loopfd, char *why, size_t wlen);
 #endif

@@ -139,7 +139,8 @@ static void test_layers(void)
 	CHECK_STR(p.layer[1].name, "20-desktop");
 
 	make("live.layers=10-base,99-missing", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1, "missing named layer is an error");
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1, "a name the medium lacks may be a saved layer");
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1, "missing named layer is an error");
 	CHECK(strstr(err, "99-missing") != NULL, "error names it: %s", err);
 
 	make("", &p);
@@ -153,7 +154,7 @@ static void test_layers(void)
 	CHECK_STR(p.layer[1].name, "20-desktop");
 	CHECK_STR(p.layers_excluded, "15-tools");
 	plan_print(&p, buf, sizeof(buf));
-	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.excluded=15-tools\n") != NULL, "plan names both: %s", buf);
+	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.saved=\nlayers.excluded=15-tools\n") != NULL, "plan names both: %s", buf);
 	make("live.layers=-desktop,-tools", &p);
 	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
 	      "two excluded by name without number: %s", err);
@@ -163,13 +164,90 @@ static void test_layers(void)
 	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
 	      "exclude wins over include: %s", err);
 	make("live.layers=-99-gone", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 3, "every medium layer: %s", err);
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
 	      "excluding a layer that is not there is an error: %s", err);
+	make("live.layers=-desktop", &p);
+	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 2 && plan_check_filter(&p, err, sizeof(err)) == 0,
+	      "a name that is there passes the check: %s", err);
 	make("live.layers=-10-base,-15-tools,-20-desktop", &p);
 	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
 	      "all excluded: %s", err);
 	make("live.layers=esktop", &p);
 	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
+}
+
+/* liveunion save's layers from the store: above the medium's, by name, live.layers= applied both ways. */
+static void test_saved(void)
+{
+	static struct plan p;
+	const char *files[] = {"20-desktop.squashfs", "10-base.squashfs"};
+	const char *saved[] = {"31-mine.squashfs", "README", "30-older.squashfs", "10-base.squashfs", ".32-x.squashfs.tmp"};
+	char err[300], note[300], buf[16384];
+
+	make("", &p);
+	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(plan_add_saved(&p, saved, 5, "/run/live/store/liveunion-v1/layers", note, sizeof(note)) == 2,
+	      "two saved layers: %s", note);
+	CHECK(p.nlayers == 4 && p.nsaved == 2, "four in all: %d %d", p.nlayers, p.nsaved);
+	CHECK_STR(p.layer[1].name, "20-desktop");
+	CHECK_STR(p.layer[2].name, "30-older");
+	CHECK_STR(p.layer[3].name, "31-mine");
+	CHECK(p.layer[3].saved && !p.layer[1].saved, "marked saved");
+	CHECK_STR(p.layer[3].file, "/run/live/store/liveunion-v1/layers/31-mine.squashfs");
+	CHECK_STR(p.layer[3].dir, "/run/live/layers/31-mine");
+	CHECK(strstr(note, "10-base (a medium layer has that name)") != NULL, "the clash is named: %s", note);
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nlayers=10-base,20-desktop,30-older,31-mine\nlayers.saved=30-older,31-mine\n") != NULL &&
+	      strstr(buf, "\nlayer.31-mine.from=store\n") != NULL && !strstr(buf, "layer.20-desktop.from"),
+	      "plan names them: %s", buf);
+	plan_drop_saved(&p);
+	CHECK(p.nlayers == 2 && p.nsaved == 0, "dropped again");
+
+	/* -name leaves a saved layer out; the name is known once the store was looked at */
+	make("live.layers=-mine", &p);
+	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1, "before the store: unknown");
+	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[2].name, "30-older") == 0,
+	      "31-mine left out: %s", p.layer[2].name);
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == 0, "after: known: %s", err);
+	CHECK_STR(p.layers_excluded, "31-mine");
+
+	/* an include list keeps only the saved layers it names */
+	make("live.layers=base,older", &p);
+	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
+	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[1].name, "30-older") == 0,
+	      "only 30-older");
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == 0, "all names found: %s", err);
+	CHECK(strstr(p.layers_excluded, "20-desktop") && strstr(p.layers_excluded, "31-mine"), "excluded: %s",
+	      p.layers_excluded);
+
+	/* a typo stays a typo with a store */
+	make("live.layers=-mien", &p);
+	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
+	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") && strstr(err, "liveunion-v1/layers"),
+	      "typo refused: %s", err);
+}
+
+static void test_saved_limit(void)
+{
+	static struct plan p;
+	static char names[MAX_LAYERS][32];
+	const char *files[MAX_LAYERS];
+	const char *saved[] = {"98-a.squashfs", "99-b.squashfs"};
+	char err[256], note[300];
+	int i;
+
+	for (i = 0; i < MAX_LAYERS - 1; i++) {
+		snprintf(names[i], sizeof(names[i]), "%02d-l%d.squashfs", i % 90, i);
+		files[i] = names[i];
+	}
+	make("", &p);
+	CHECK(plan_set_layers(&p, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
+	CHECK(plan_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS,
+	      "one fits: %d", p.nlayers);
+	CHECK(strstr(note, "99-b (no room") != NULL, "the other is named: %s", note);
 }
 
 static void test_many_layers(void)
@@ -274,6 +352,8 @@ static void test_persist(void)
 int main(void)
 {
 	test_persist();
+	test_saved();
+	test_saved_limit();
 	test_iso_id();
 	test_match();
 	test_plan();
