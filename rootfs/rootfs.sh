@@ -18,6 +18,7 @@ rootfs_tree() {
 	done
 	[ -e "$t/sbin/init" ] || ln -s ../bin/busybox "$t/sbin/init"
 	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	rootfs_mksquashfs "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	cat >"$t/usr/lib/os-release" <<-EOT
 	NAME="liveunion"
@@ -38,6 +39,39 @@ rootfs_tree() {
 	EOT
 }
 
+# `liveunion save` packs the upper with mksquashfs: the build host's (squashfs-tools), with exactly the
+# shared libraries and the dynamic loader ldd names, in the places the loader looks without a cache.
+ROOTFS_MKSQUASHFS=${ROOTFS_MKSQUASHFS:-/usr/bin/mksquashfs}
+rootfs_mksquashfs_files() { # the binary, then every library and the loader, resolved
+	local p
+	printf '%s\n' "$ROOTFS_MKSQUASHFS"
+	ldd "$ROOTFS_MKSQUASHFS" | while read -r a b c _; do
+		case "$a $b $c" in
+		*" => /"*) p=$c ;;
+		/*) p=$a ;;
+		*) continue ;; # linux-vdso: in the kernel
+		esac
+		printf '%s\n' "$p"
+	done
+}
+rootfs_mksquashfs() {
+	local t=$1 f
+	install -m 0755 "$ROOTFS_MKSQUASHFS" "$t/usr/bin/mksquashfs"
+	mkdir -p "$t/lib/x86_64-linux-gnu" "$t/lib64"
+	rootfs_mksquashfs_files | tail -n +2 | while read -r f; do
+		case "$f" in
+		*/ld-linux*) install -m 0755 "$(readlink -f "$f")" "$t/lib64/$(basename "$f")" ;;
+		*) install -m 0644 "$(readlink -f "$f")" "$t/lib/x86_64-linux-gnu/$(basename "$f")" ;;
+		esac
+	done
+	# it must run in the tree as it will in the live system (chroot needs root; then the loader is asked)
+	if [ "$(id -u)" -eq 0 ]; then
+		chroot "$t" /usr/bin/mksquashfs -version >/dev/null
+	else
+		"$t/lib64/ld-linux-x86-64.so.2" --library-path "$t/lib/x86_64-linux-gnu" "$t/usr/bin/mksquashfs" -version >/dev/null
+	fi || die "mksquashfs does not run in the live root tree $t"
+}
+
 # Pseudo-definitions: every file is root-owned (-all-root); these add modes and nodes a user cannot create.
 rootfs_pseudo() {
 	cat <<-'EOT'
@@ -53,8 +87,9 @@ rootfs_pseudo() {
 
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_rootfs() {
-	local h t
-	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION")
+	local h t mksq
+	mapfile -t mksq < <(rootfs_mksquashfs_files)
+	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")
 	if stage_done rootfs "$h" && [ -f "$OUT/rootfs/10-base.squashfs" ]; then
 		STAGE_NOTE="cached $h"
 		return 0

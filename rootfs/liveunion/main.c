@@ -9,11 +9,12 @@ struct subcmd {
 	const char *help;
 };
 
-/* New subcommands (save, ...) are one line here and one file beside. */
+/* New subcommands are one line here and one file beside. */
 static const struct subcmd cmds[] = {
 	{ "status", cmd_status, "show the plan the live system booted with (/run/live/plan)" },
 	{ "changes", cmd_changes, "list what a persistence store changed relative to its base layers" },
 	{ "flatten", cmd_flatten, "write the merged tree of a layer stack to a directory or squashfs" },
+	{ "save", cmd_save, "write this session's changes as a new squashfs layer (into the store)" },
 };
 
 static void usage(FILE *f)
