@@ -39,8 +39,8 @@ rootfs_tree() {
 	EOT
 }
 
-# `liveunion save` packs the upper with mksquashfs: the build host's (squashfs-tools), with exactly the
-# shared libraries and the dynamic loader ldd names, in the places the loader looks without a cache.
+# `liveunion save` packs the upper with mksquashfs: the build host's (squashfs-tools), with the shared
+# libraries and the dynamic loader ldd names (and libgcc_s, below), where the loader looks without a cache.
 ROOTFS_MKSQUASHFS=${ROOTFS_MKSQUASHFS:-/usr/bin/mksquashfs}
 rootfs_mksquashfs_files() { # the binary, then every library and the loader, resolved
 	local p
@@ -53,6 +53,9 @@ rootfs_mksquashfs_files() { # the binary, then every library and the loader, res
 		esac
 		printf '%s\n' "$p"
 	done
+	# glibc dlopens libgcc_s when a thread exits (pthread_exit unwinds the stack): ldd cannot see it, and
+	# without it mksquashfs aborts ("libgcc_s.so.1 must be installed for pthread_exit to work")
+	ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ { print $NF; exit }'
 }
 rootfs_mksquashfs() {
 	local t=$1 f
@@ -66,7 +69,9 @@ rootfs_mksquashfs() {
 	done
 	# it must run in the tree as it will in the live system (chroot needs root; then the loader is asked)
 	if [ "$(id -u)" -eq 0 ]; then
-		chroot "$t" /usr/bin/mksquashfs -version >/dev/null
+		# a real run: its threads exit, which is when a missing libgcc_s shows
+		chroot "$t" /usr/bin/mksquashfs /etc /tmp/mksquashfs-check.squashfs -noappend -quiet -no-progress >/dev/null &&
+			rm "$t/tmp/mksquashfs-check.squashfs"
 	else
 		"$t/lib64/ld-linux-x86-64.so.2" --library-path "$t/lib/x86_64-linux-gnu" "$t/usr/bin/mksquashfs" -version >/dev/null
 	fi || die "mksquashfs does not run in the live root tree $t"

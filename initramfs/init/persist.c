@@ -357,7 +357,7 @@ static int saved_only(struct plan *p)
 		return -1;
 	n = saved_mount(p, s.what);
 	if (n == 0) {
-		msg("persistence: none: live.persist=off; no saved layers in %s", s.what);
+		msg("persistence: none: live.persist=off; no saved layers stacked from %s", s.what);
 		release_store(&s, loopfd, true);
 		return stack_upper(p);
 	}

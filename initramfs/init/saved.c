@@ -27,6 +27,7 @@ int saved_pick(struct plan *p, const char *store_dir)
 	DIR *d;
 	struct dirent *e;
 	int n = 0, added;
+	size_t before;
 
 	if (path_fmt(dir, sizeof(dir), "%s/" STORE_DIR "/layers", store_dir) != 0)
 		return -1;
@@ -50,9 +51,13 @@ int saved_pick(struct plan *p, const char *store_dir)
 	if (closedir(d) != 0)
 		return fail(errno, "close %s", dir);
 	qsort(list, (size_t)n, sizeof(list[0]), by_name);
+	before = strlen(p->layers_excluded);
 	added = plan_add_saved(p, list, n, dir, note, sizeof(note));
 	if (note[0])
 		msg("saved layers: left out: %s", note);
+	if (strlen(p->layers_excluded) > before)
+		msg("live.layers=%s leaves out the saved layer(s): %s", p->layer_filter,
+		    p->layers_excluded + before + (before > 0));
 	return added;
 }
 
