@@ -21,10 +21,11 @@ const struct key_def key_table[K_COUNT] = {
 	[K_INIT] = {"init", T_PATH, "/sbin/init", "program started in the live root", 0},
 	[K_LAYERS] = {"layers", T_STRING, "",
 		"comma-separated layers to stack (10-base,20-desktop or base,desktop); -name excludes one (-20-desktop); "
-		"empty: every live/NN-name.squashfs", 0},
+		"empty: every live/NN-name.squashfs and every layer saved in the store (liveunion save)", 0},
 	[K_PERSIST] = {"persist", T_STRING, "",
 		"persistence store: empty/auto = a partition labelled liveunion-rw or a liveunion-rw.img on the boot disk only; "
-		"off; LABEL=x, UUID=x or PARTUUID=x on any disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0},
+		"off (tmpfs; the auto store still gives its saved layers, read-only); LABEL=x, UUID=x or PARTUUID=x on any "
+		"disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0},
 	[K_VERIFY] = {"verify", T_STRING, "",
 		"dm-verity root hashes, name:hex,... (the boot menus carry them): every layer is mounted through dm-verity "
 		"and must be listed; off: no verification (a warning); empty: unverified (a warning)", 0},
