@@ -149,6 +149,7 @@ int handover(const struct plan *p, char *const argv[])
 	if (chdir("/") != 0)
 		return fail(errno, "chdir / in the new root");
 	msg("switching to %s", p->init);
+	log_handover();
 	execve(p->init, argv, envp);
 	return fail(errno, "exec %s in the new root", p->init);
 }

@@ -12,7 +12,47 @@ static int con_fd[MAX_CONSOLES];
 static char con_name[MAX_CONSOLES][32];
 static int con_count;
 static int kmsg_fd = -1;
+static int kmsg_unlimited; /* we lifted the kernel's limit of 10 user records per 5 s (to put back) */
 static int debug_on;
+
+#define DEVKMSG_SYSCTL "/proc/sys/kernel/printk_devkmsg"
+
+/* Write a value to a sysctl file; 0 when it was taken (printk_devkmsg takes only a word and a newline). */
+static int sysctl_put(const char *path, const char *val)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = write(fd, val, strlen(val));
+	if (close(fd) != 0 || w != (ssize_t)strlen(val))
+		return -1;
+	return 0;
+}
+
+/* The whole boot story belongs in dmesg: with the default rate limit the kernel drops most of it. Left alone
+ * when printk.devkmsg= was given (the kernel then refuses the write). */
+static void kmsg_unlimit(void)
+{
+	char cur[16] = "";
+	int fd = open(DEVKMSG_SYSCTL, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return;
+	n = read(fd, cur, sizeof(cur) - 1);
+	if (close(fd) != 0 || n <= 0)
+		return;
+	if (strncmp(cur, "ratelimit", 9) == 0 && sysctl_put(DEVKMSG_SYSCTL, "on\n") == 0)
+		kmsg_unlimited = 1;
+}
+
+void log_handover(void)
+{
+	if (kmsg_unlimited && sysctl_put(DEVKMSG_SYSCTL, "ratelimit\n") == 0)
+		kmsg_unlimited = 0;
+}
 
 static char fail_buf[768];
 static int fail_err;
@@ -62,6 +102,8 @@ void log_open_consoles(void)
 		con_count = 1;
 	}
 	/* Level 7 (debug) keeps dmesg complete without printing each line twice on the console. */
+	if (!kmsg_unlimited)
+		kmsg_unlimit();
 	kmsg_fd = open("/dev/kmsg", O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
 	/* A listed console we cannot open is not fatal: the others still get the messages. */
 	if (missed)
@@ -134,19 +176,25 @@ void log_raw(const char *text)
 static void vmsg(const char *fmt, va_list ap)
 {
 	char line[1024];
+	char cline[1040];
 	char kline[1040];
 	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	int i;
+	int c, i;
 
 	if (n < 0)
 		return;
 	if ((size_t)n > sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
-	for (i = 0; i < con_count; i++) {
-		write_all(con_fd[i], "liveunion: ", 11);
-		write_all(con_fd[i], line, (size_t)n);
-		write_all(con_fd[i], "\n", 1);
+	/* one write per line: kernel messages printed meanwhile then go between lines, not inside one */
+	c = snprintf(cline, sizeof(cline), "liveunion: %.*s\n", n, line);
+	if (c < 0)
+		return;
+	if ((size_t)c >= sizeof(cline)) {
+		c = (int)sizeof(cline) - 1;
+		cline[c - 1] = '\n';
 	}
+	for (i = 0; i < con_count; i++)
+		write_all(con_fd[i], cline, (size_t)c);
 	if (kmsg_fd >= 0) {
 		int k = snprintf(kline, sizeof(kline), "<15>liveunion: %s\n", line);
 

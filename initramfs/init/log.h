@@ -10,6 +10,8 @@ void log_reopen_consoles(void);
 /* Send messages to this fd only (host tests, --help-keys). */
 void log_use_fd(int fd);
 void log_debug_enable(int on);
+/* Before the live system's init runs: the kernel's rate limit on /dev/kmsg writers is put back. */
+void log_handover(void);
 int log_debug_enabled(void);
 /* Names of the active consoles (e.g. "tty0", "ttyS0"); count returned. */
 int log_console_names(const char *names[], int max);

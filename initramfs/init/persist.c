@@ -341,6 +341,13 @@ static int saved_only(struct plan *p)
 		msg("persistence: none: live.persist=off; no saved layers (%s)", why);
 		return check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
+	/* no e2fsck here (nothing may be written), so a store the kernel marked damaged is not read at all */
+	if (store_read_sb(s.dev, &sb) == 0 && sb.ext && sb.errors) {
+		msg("persistence: none: live.persist=off; the store %s is marked as having errors (run e2fsck %s by hand): "
+		    "no saved layers", s.what, s.dev);
+		release_store(&s, loopfd, false);
+		return check_filter(p) == 0 ? stack_upper(p) : -1;
+	}
 	if (store_read_sb(s.dev, &sb) != 0 || !sb.ext ||
 	    do_mount(s.dev, s.dir, "ext4", MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload") != 0) {
 		msg("persistence: none: live.persist=off; the store %s cannot be read (%s: %s): no saved layers", s.what,

@@ -41,6 +41,7 @@ int store_read_sb(const char *dev, struct sb *s)
 		return 0;
 	s->ext = 1;
 	s->recover = (le32(b + 0x60) & 0x4) != 0;
+	s->errors = (le16(b + 0x3a) & 0x2) != 0;
 	memcpy(s->label, b + 0x78, 16);
 	s->label[16] = '\0';
 	text_fmt(s->uuid, sizeof(s->uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0x68],

@@ -13,6 +13,7 @@
 struct sb {
 	int ext;
 	int recover; /* the journal has to be replayed */
+	int errors;  /* the kernel met damage (state "errors"): only e2fsck by hand helps */
 	char label[17];
 	char uuid[37];
 };

@@ -253,6 +253,11 @@ boot_scenario() {
 	check layer-10-base-mounted vm_run "grep ' /run/live/layers/10-base squashfs ro' /proc/mounts"
 	check plan-is-key-value vm_run "grep -c '^[a-z][a-z0-9._]*=' /run/live/plan"
 	check plan-has-lines out_has '^[1-9][0-9]*$'
+	# the init's whole story is in dmesg (first and last line), and the kernel's limit on writers is back on
+	check dmesg-has-init-start vm_run "dmesg | grep -c 'liveunion: init '"
+	check dmesg-has-switch vm_run "dmesg | grep -c 'liveunion: switching to '"
+	check devkmsg-limit-restored vm_run 'cat /proc/sys/kernel/printk_devkmsg'
+	check devkmsg-limit-is-ratelimit out_is ratelimit
 	require reboot-in-same-vm vm_reboot
 	check banner-after-reboot banner_has "liveunion $version"
 	vm_run "grep ' / ' /proc/mounts | tail -n 1"

@@ -69,7 +69,21 @@ check plan-layers-base-only vm_run "grep -x 'layers=10-base' /run/live/plan"
 require poweroff3 vm_poweroff
 check store-partition-still-unchanged test "$(part_sum "$img")" = "$sum"
 
-# 4. From a CD: no store, so save refuses; --to /tmp works (and does not swallow its own output)
+# 4. A store the kernel marked as damaged is not read at all without persistence (no e2fsck may run then)
+store_copy "$img"
+debugfs -w -R "ssv state 2" "$PDIR/store.fsck" >/dev/null 2>&1
+read -r off _ < <(part_of "$img" 3)
+dd if="$PDIR/store.fsck" of="$img" bs=512 seek=$((off / 512)) conv=notrunc status=none
+sum=$(part_sum "$img")
+require boot-damaged kvm_start save "$img" "live.persist=off"
+require login-damaged vm_login
+check damaged-said log_has 'liveunion: persistence: none: live\.persist=off; the store /dev/sd[a-z]3 \(LABEL=liveunion-rw\) is marked as having errors \(run e2fsck /dev/sd[a-z]3 by hand\): no saved layers'
+check damaged-no-saved-layer saved_absent
+check damaged-store-not-mounted fails vm_run "grep -q '/run/live/store ' /proc/mounts"
+require poweroff-damaged vm_poweroff
+check damaged-store-unchanged test "$(part_sum "$img")" = "$sum"
+
+# 5. From a CD: no store, so save refuses; --to /tmp works (and does not swallow its own output)
 iso_boot_files || vm_note "cannot extract the kernel and initrd from $ISO"
 require boot-cd vm_start save kernel "" -kernel "$PDIR/kernel" -initrd "$PDIR/initrd" -append "$(cat "$PDIR/cmdline")" \
 	-drive "file=$ISO,if=ide,index=2,media=cdrom,readonly=on"
