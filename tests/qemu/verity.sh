@@ -3,6 +3,13 @@
 # shellcheck source=tests/qemu/medium-lib.bash
 . "$(dirname "$0")/medium-lib.bash"
 
+# said_failed: the init said layer 20-data FAILED: the console line, or (if a kernel message tore it on the console) the same record in the kernel log
+# shellcheck disable=SC2317 # called through check
+said_failed() {
+	log_has '^liveunion: live\.check: layer 20-data FAILED' && return 0
+	vm_quiet && vm_run 'dmesg | grep -c "liveunion: live\.check: layer 20-data FAILED"' && out_has '^[1-9]'
+}
+
 iso=$OUT/tests/verity.iso
 head_bad=$OUT/tests/verity-damaged-head.iso
 mid_bad=$OUT/tests/verity-damaged-middle.iso
@@ -74,11 +81,6 @@ check check-10-base-passed log_has 'layer 10-base passed: [0-9]+ bytes read thro
 check check-progress-line log_has 'live\.check 10-base: [0-9.]+ / [0-9.]+ MiB \(100%\), [0-9.]+ MB/s'
 check check-progress-where-it-stopped log_has '^liveunion: live\.check 20-data: 1\.0 / 2\.0 MiB \(49%\)'
 check check-names-the-layer log_has '^liveunion: layer 20-data \([^)]*20-data\.squashfs\): the data in bytes 1048576-[0-9]+ does not match its root hash .*: I/O error$'
-# the console line, or (if a kernel message tore it on the console) the same record in the kernel log
-said_failed() {
-	log_has '^liveunion: live\.check: layer 20-data FAILED' && return 0
-	vm_quiet && vm_run 'dmesg | grep -c "liveunion: live\.check: layer 20-data FAILED"' && out_has '^[1-9]'
-}
 check check-says-failed said_failed
 check check-no-login fails log_has 'login: *$'
 vm_stop
