@@ -77,6 +77,7 @@ struct live_dm_target_spec {
 /* block device read-ahead, in 512-byte sectors */
 #define LIVE_BLKRASET _IO(0x12, 98)
 #define LIVE_BLKRAGET _IO(0x12, 99)
+#define LIVE_BLKSSZGET _IO(0x12, 104)
 
 /* cdrom */
 #define LIVE_CDROMEJECT 0x5309

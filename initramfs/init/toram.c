@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -18,17 +19,75 @@
 
 /* Big requests keep the medium streaming and the progress line moving. */
 #define CHUNK (4u << 20)
+/* Smaller files (hash trees) are not worth a block map: they go through the file system. */
+#define DIRECT_MIN (1u << 20)
 
-static int read_full(int fd, unsigned char *buf, size_t len, const char *path, size_t *got)
+/* Where src lies on the medium device, when each CHUNK of it is one run of blocks in file order: then the
+ * copy reads the device with O_DIRECT at that place, and the drive's transfer fills the RAM copy without a
+ * copy through the page cache (the file system, iso9660, has no O_DIRECT of its own). The kernel's block map
+ * (FIBMAP) is asked at both ends of every chunk. Returns the device opened with O_DIRECT and *base (bytes),
+ * or -1 with the reason in why (the copy then reads src through the file system). */
+static int direct_source(int in, const char *device, unsigned long long bytes, unsigned long long *base, char *why,
+			 size_t wlen)
+{
+	unsigned long long nblk, b, last, step;
+	struct stat fs, ds;
+	int bsz = 0, lbs = 0, first = 0, phys, fd;
+
+	if (bytes < DIRECT_MIN) {
+		text_fmt(why, wlen, "smaller than %u bytes", DIRECT_MIN);
+		return -1;
+	}
+	if (fstat(in, &fs) != 0 || ioctl(in, LIVE_FIGETBSZ, &bsz) != 0 || bsz <= 0 || 4096 % bsz != 0) {
+		text_fmt(why, wlen, "no block size from its file system (%s)", bsz > 0 ? "not a divisor of 4096" : strerror(errno));
+		return -1;
+	}
+	step = CHUNK / (unsigned)bsz;
+	nblk = (bytes + (unsigned)bsz - 1) / (unsigned)bsz;
+	if (ioctl(in, LIVE_FIBMAP, &first) != 0 || first <= 0) {
+		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", first <= 0 ? "no block" : strerror(errno));
+		return -1;
+	}
+	for (b = 0; b < nblk; b += step) {
+		last = b + step - 1 < nblk - 1 ? b + step - 1 : nblk - 1;
+		phys = (int)b;
+		if (ioctl(in, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)first + b) {
+			phys = (int)last;
+			if (ioctl(in, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)first + last)
+				continue;
+		}
+		text_fmt(why, wlen, "not one run of blocks (block %llu of the file)", b);
+		return -1;
+	}
+	fd = open(device, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (fd < 0) {
+		text_fmt(why, wlen, "open %s with O_DIRECT: %s", device, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &ds) != 0 || !S_ISBLK(ds.st_mode) || ds.st_rdev != fs.st_dev)
+		text_fmt(why, wlen, "%s is not the device it is on", device);
+	else if (ioctl(fd, LIVE_BLKSSZGET, &lbs) != 0 || lbs <= 0 || 4096 % lbs != 0 ||
+		 ((unsigned long long)first * (unsigned)bsz) % (unsigned)lbs != 0)
+		text_fmt(why, wlen, "it does not start on a sector of %s", device);
+	else {
+		*base = (unsigned long long)first * (unsigned)bsz;
+		return fd;
+	}
+	if (close(fd) != 0)
+		dbg("close %s: %s", device, strerror(errno));
+	return -1;
+}
+
+static int pread_full(int fd, unsigned char *buf, size_t len, unsigned long long at, const char *what, size_t *got)
 {
 	*got = 0;
 	while (*got < len) {
-		ssize_t n = read(fd, buf + *got, len - *got);
+		ssize_t n = pread(fd, buf + *got, len - *got, (off_t)(at + *got));
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fail(errno, "read %s", path);
+			return fail(errno, "read %s at byte %llu", what, at + *got);
 		if (n == 0)
 			break;
 		*got += (size_t)n;
@@ -36,19 +95,32 @@ static int read_full(int fd, unsigned char *buf, size_t len, const char *path, s
 	return 0;
 }
 
-/* Copy src (bytes long) to dst, counting into pr. The RAM file is mapped and read() fills it: the
- * kernel copies the medium's pages straight into the tmpfs pages (huge ones where tmpfs allows), one
- * memory copy as in a plain read, instead of two through a buffer. WILLNEED asks for the next chunks
- * before the current one is read, so the drive works while the CPU copies. */
-static int copy_file(const char *src, const char *dst, unsigned long long bytes, struct progress *pr)
+/* Copy src (bytes long) to dst, counting into pr; *direct tells whether the medium device was read.
+ * The RAM file is mapped and the reads land in it. When direct_source finds where src lies on the
+ * device, the whole 4 KiB-aligned part is read from the device with O_DIRECT: the drive's transfer goes
+ * straight into the tmpfs pages (huge ones where tmpfs allows), no copy through the page cache. The rest
+ * (the tail, or all of a file that is not laid out so) is read through the file system, with WILLNEED
+ * asking for the next chunks before the current one is read so the drive works while the CPU copies. */
+static int copy_file(const char *src, const char *dst, unsigned long long bytes, const char *device, struct progress *pr,
+		     bool *direct)
 {
-	unsigned long long off = 0;
+	unsigned long long off = 0, base = 0, aligned = 0;
 	unsigned char *map = NULL;
-	int in, out, rc = 0;
+	char why[160];
+	int in, out, dfd = -1, rc = 0;
 
+	*direct = false;
 	in = open(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		return fail(errno, "open %s", src);
+	dfd = direct_source(in, device, bytes, &base, why, sizeof(why));
+	if (dfd >= 0) {
+		aligned = bytes & ~4095ULL;
+		*direct = true;
+		dbg("live.toram: %s lies at byte %llu of %s: read from there with O_DIRECT", src, base, device);
+	} else {
+		dbg("live.toram: %s is read through the file system: %s", src, why);
+	}
 	if (posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL) != 0)
 		dbg("posix_fadvise %s: sequential read-ahead not set", src);
 	out = open(dst, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0444);
@@ -69,16 +141,24 @@ static int copy_file(const char *src, const char *dst, unsigned long long bytes,
 	}
 	while (off < bytes) {
 		size_t want = bytes - off < CHUNK ? (size_t)(bytes - off) : CHUNK, n;
+		int r;
 
-		/* a hint: when it is not taken, the copy is only slower */
-		if (posix_fadvise(in, (off_t)(off + want), 2 * CHUNK, POSIX_FADV_WILLNEED) != 0)
-			dbg("posix_fadvise WILLNEED %s: not taken", src);
-		if (read_full(in, map + off, want, src, &n) != 0) {
+		if (off < aligned) {
+			if (want > aligned - off)
+				want = (size_t)(aligned - off);
+			r = pread_full(dfd, map + off, want, base + off, device, &n);
+		} else {
+			/* a hint: when it is not taken, the copy is only slower */
+			if (posix_fadvise(in, (off_t)(off + want), 2 * CHUNK, POSIX_FADV_WILLNEED) != 0)
+				dbg("posix_fadvise WILLNEED %s: not taken", src);
+			r = pread_full(in, map + off, want, off, src, &n);
+		}
+		if (r != 0) {
 			rc = -1;
 			break;
 		}
 		if (n < want) {
-			rc = fail(EIO, "read %s: it ended at byte %llu of %llu", src, off + n, bytes);
+			rc = fail(EIO, "read %s: it ended at byte %llu of %llu", off < aligned ? device : src, off + n, bytes);
 			break;
 		}
 		off += n;
@@ -90,17 +170,27 @@ close_out:
 	if (close(out) != 0 && rc == 0)
 		rc = fail(errno, "close %s", dst);
 close_in:
+	if (dfd >= 0 && close(dfd) != 0 && rc == 0)
+		rc = fail(errno, "close %s", device);
 	if (close(in) != 0 && rc == 0)
 		rc = fail(errno, "close %s", src);
 	return rc;
 }
 
-/* The RAM copy against the source, byte for byte: the source comes from the page cache the copy
- * just filled (or the medium again when RAM was short), so this checks what was written to RAM. */
-static int verify_copy(const char *src, const char *dst, unsigned long long bytes)
+/* The RAM copy against the source read through the file system, in windows of WINDOW bytes: every
+ * window when the copy came through the file system (the source is then in the page cache the copy just
+ * filled, so this checks what was written to RAM at memory speed); when the device was read directly,
+ * the first and last window and one every SAMPLE_STRIDE bytes: the file system's path to the same bytes
+ * is independent of direct_source's block map, so a copy from a wrong place shows at once, for a few
+ * seeks instead of a second full read of the medium (dm-verity still checks every block when read). */
+#define WINDOW (1u << 20)
+#define SAMPLE_STRIDE (64ull << 20)
+static int verify_copy(const char *src, const char *dst, unsigned long long bytes, bool sampled,
+		       unsigned long long *checked)
 {
-	static unsigned char a[CHUNK], b[CHUNK];
-	unsigned long long off = 0;
+	static unsigned char a[WINDOW], b[WINDOW];
+	unsigned long long off = 0, stride = sampled ? SAMPLE_STRIDE : WINDOW;
+	struct stat st;
 	int fs, fd, rc = 0;
 
 	fs = open(src, O_RDONLY | O_CLOEXEC);
@@ -111,23 +201,36 @@ static int verify_copy(const char *src, const char *dst, unsigned long long byte
 		rc = fail(errno, "open %s to verify it", dst);
 		goto close_src;
 	}
-	for (;;) {
-		size_t na, nb;
+	if (fstat(fd, &st) != 0) {
+		rc = fail(errno, "stat %s", dst);
+		goto close_dst;
+	}
+	if ((unsigned long long)st.st_size != bytes) {
+		rc = fail(EIO, "live.toram: %s has %llu bytes, %s had %llu", dst, (unsigned long long)st.st_size, src, bytes);
+		goto close_dst;
+	}
+	while (off < bytes) {
+		size_t want = bytes - off < WINDOW ? (size_t)(bytes - off) : WINDOW, na, nb;
 
-		if (read_full(fs, a, CHUNK, src, &na) != 0 || read_full(fd, b, CHUNK, dst, &nb) != 0) {
+		if (pread_full(fs, a, want, off, src, &na) != 0 || pread_full(fd, b, want, off, dst, &nb) != 0) {
 			rc = -1;
 			break;
 		}
-		if (na != nb || memcmp(a, b, na) != 0) {
-			rc = fail(EIO, "live.toram: the RAM copy %s differs from %s near byte %llu", dst, src, off);
+		if (na != want || nb != want || memcmp(a, b, want) != 0) {
+			rc = fail(EIO, "live.toram: the RAM copy %s differs from %s in bytes %llu to %llu", dst, src, off,
+				  off + want);
 			break;
 		}
-		off += na;
-		if (na < CHUNK)
+		*checked += want;
+		if (off + want >= bytes)
 			break;
+		/* here want == WINDOW and a window follows; sampled, the last one ends where the file ends */
+		if (sampled && off + stride + WINDOW > bytes)
+			off = bytes - WINDOW;
+		else
+			off += stride;
 	}
-	if (rc == 0 && off != bytes)
-		rc = fail(EIO, "live.toram: %s has %llu bytes, %s had %llu", dst, off, src, bytes);
+close_dst:
 	if (close(fd) != 0 && rc == 0)
 		rc = fail(errno, "close %s", dst);
 close_src:
@@ -206,6 +309,7 @@ struct copy {
 	char dst[PATH_LEN];
 	int loop;
 	unsigned long long bytes;
+	bool direct;
 };
 
 int stack_toram(struct plan *p)
@@ -214,10 +318,10 @@ int stack_toram(struct plan *p)
 	char dir[PATH_LEN + 16], medium[PATH_LEN + 16], note[160], opts[64], hopts[96];
 	const char *ejected;
 	struct progress pr;
-	unsigned long long total = 0;
+	unsigned long long total = 0, checked = 0;
 	double copy_s, t0;
 	long ra;
-	int i, n = 0, rc = 0;
+	int i, n = 0, ndirect = 0, rc = 0;
 
 	if (!p->toram) {
 		text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
@@ -270,7 +374,7 @@ int stack_toram(struct plan *p)
 	ra = readahead_set(p->device, TORAM_RA_SECTORS);
 	progress_start(&pr, "live.toram", total);
 	for (i = 0; i < n && rc == 0; i++)
-		rc = copy_file(c[i].src, c[i].dst, c[i].bytes, &pr);
+		rc = copy_file(c[i].src, c[i].dst, c[i].bytes, p->device, &pr, &c[i].direct);
 	copy_s = progress_end(&pr);
 	if (ra >= 0 && readahead_set(p->device, ra) < 0)
 		msg("live.toram: could not put back the read-ahead of %s (%ld sectors)", p->device, ra);
@@ -279,10 +383,14 @@ int stack_toram(struct plan *p)
 	msg("live.toram: copied %llu bytes in %.2f s (%.1f MB/s)", total, copy_s,
 	    copy_s > 0 ? (double)total / copy_s / 1e6 : 0.0);
 	t0 = progress_now();
-	for (i = 0; i < n; i++)
-		if (verify_copy(c[i].src, c[i].dst, c[i].bytes) != 0)
+	for (i = 0; i < n; i++) {
+		if (verify_copy(c[i].src, c[i].dst, c[i].bytes, c[i].direct, &checked) != 0)
 			return -1;
-	msg("live.toram: the RAM copy matches what was read (%d file(s) read back in %.2f s)", n, progress_now() - t0);
+		ndirect += c[i].direct;
+	}
+	msg("live.toram: the RAM copy matches what was read (%d file(s), %d of them read from %s directly and compared "
+	    "at the start, the end and every %llu MiB; %.1f MiB compared in %.2f s)",
+	    n, ndirect, p->device, SAMPLE_STRIDE >> 20, (double)checked / (1 << 20), progress_now() - t0);
 	for (i = 0; i < n; i++)
 		if (loop_change(c[i].loop, c[i].dst) != 0)
 			return -1;

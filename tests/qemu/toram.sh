@@ -24,12 +24,15 @@ tray_open() {
 	PY
 }
 
-require qemu-starts vm_boot_with toram "$ISO" "$cmdline live.toram" -qmp "unix:$MDIR/qmp.sock,server=on,wait=off"
+require qemu-starts vm_boot_with toram "$ISO" "$cmdline live.toram live.debug" -qmp "unix:$MDIR/qmp.sock,server=on,wait=off"
 check tray-closed-at-start test "$(tray_open)" = false
 require login vm_login
 check progress-line log_has '^liveunion: live\.toram: [0-9.]+ / [0-9.]+ MiB \(100%\), [0-9.]+ MB/s$'
 check copy-rate-line log_has '^liveunion: live\.toram: copied [0-9]+ bytes in [0-9.]+ s \([0-9.]+ MB/s\)$'
-check copy-verified log_has '^liveunion: live\.toram: the RAM copy matches what was read \(2 file\(s\)'
+# the base layer (over 1 MiB) is read from the drive with O_DIRECT, its small hash tree through iso9660
+check base-read-from-drive log_has '^liveunion: live\.toram: /run/live/medium/live/10-base\.squashfs lies at byte [0-9]+ of /dev/sr0: read from there with O_DIRECT$'
+check hash-tree-read-through-fs log_has '^liveunion: live\.toram: /run/live/medium/live/10-base\.verity is read through the file system: smaller than'
+check copy-verified log_has '^liveunion: live\.toram: the RAM copy matches what was read \(2 file\(s\), 1 of them read from /dev/sr0 directly'
 check medium-released-ejected log_has '^liveunion: live\.toram: layers are in RAM; the medium /dev/sr0 is released and can be removed \(ejected\)$'
 check tray-open-after-boot test "$(tray_open)" = true
 check medium-not-mounted fails vm_run 'grep " /run/live/medium " /proc/mounts'

@@ -67,6 +67,8 @@ ln -s /bin/fake-init "$tmp/base/sbin/init" # absolute, like busybox's: must reso
 echo base >"$tmp/base/etc/who"
 echo base-only >"$tmp/base/etc/base-only"
 echo extra >"$tmp/extra/etc/who"
+# incompressible and more than one 4 MiB copy chunk: live.toram reads 10-base from the device directly, in chunks
+head -c $((9 << 20)) /dev/urandom >"$tmp/base/blob"
 mksquashfs "$tmp/base" "$tmp/iso/live/10-base.squashfs" -noappend -quiet -all-root >/dev/null
 mksquashfs "$tmp/extra" "$tmp/iso/live/20-extra.squashfs" -noappend -quiet -all-root >/dev/null
 echo "not a layer" >"$tmp/iso/live/README"
@@ -164,12 +166,22 @@ check "missing init named" grep -q 'find /sbin/missing in the new root .*: No su
 unstack
 
 # 4. live.toram: layers copied to RAM, loop devices moved onto the copies, medium released.
-if drive "live.toram live.timeout=5"; then ok "toram stack built"; else
+if drive "live.toram live.debug live.timeout=5"; then ok "toram stack built"; else
 	bad "toram stack built"
 	cat "$tmp/out"
 fi
 check "toram progress line" grep -Eq 'toram: [0-9.]+ / [0-9.]+ MiB \(100%\), [0-9.]+ MB/s' "$tmp/out"
 check "toram copy verified" grep -q 'live.toram: the RAM copy matches what was read' "$tmp/out"
+if [ "$medium_type" = iso9660 ]; then
+	check "toram reads the big layer from the device" \
+		grep -q "live.toram: $run/medium/live/10-base.squashfs lies at byte [0-9]* of $dev/$ln: read from there with O_DIRECT" "$tmp/out"
+else # squashfs has no block map: the big layer goes through the file system too
+	check "toram reads the big layer through the file system (no block map)" \
+		grep -q "live.toram: $run/medium/live/10-base.squashfs is read through the file system: no block map" "$tmp/out"
+fi
+check "toram reads the small layer through the file system" \
+	grep -q "live.toram: $run/medium/live/20-extra.squashfs is read through the file system" "$tmp/out"
+check "toram: the directly read layer is intact" cmp -s "$tmp/base/blob" "$root/blob"
 check "medium released" grep -q 'the medium .* is released' "$tmp/out"
 check "medium no longer mounted" sh -c "test -d '$run/layers/10-base/etc' && ! findmnt '$run/medium' >/dev/null"
 check "layers still readable after the medium is gone" test "$(cat "$root/etc/who")" = extra
