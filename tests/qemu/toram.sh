@@ -45,6 +45,17 @@ check base-file-intact out_is "$busybox_sum"
 check plan-toram-result vm_run 'grep "^toram.result=copied .* medium released; ejected$" /run/live/plan'
 vm_stop
 
+# The ISO written to a stick (a virtio disk here): the base layer is read from the disk directly too,
+# and the disk is released but not ejected.
+require qemu-starts-disk vm_start toram-disk kernel "" -kernel "$OUT/kernel/bzImage" -initrd "$OUT/initramfs.img" \
+	-append "$cmdline live.toram live.debug" -drive "file=$ISO,if=virtio,format=raw,readonly=on"
+require login-disk vm_login
+check disk-base-read-directly log_has '^liveunion: live\.toram: /run/live/medium/live/10-base\.squashfs lies at byte [0-9]+ of /dev/vda[0-9]*: read from there with O_DIRECT$'
+check disk-released-not-ejected log_has '^liveunion: live\.toram: layers are in RAM; the medium /dev/vda[0-9]* is released and can be removed \(not a CD drive, nothing to eject\)$'
+check disk-base-file-reads-from-ram vm_run 'md5sum </bin/busybox | cut -d" " -f1'
+check disk-base-file-intact out_is "$busybox_sum"
+vm_stop
+
 # 72 MiB of RAM: the copy does not fit beside the 64 MiB reserve; said, and the boot goes on from the medium.
 VM_MEM_SAVED=$VM_MEM
 VM_MEM=72
