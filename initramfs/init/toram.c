@@ -44,8 +44,12 @@ static int direct_source(int in, const char *device, unsigned long long bytes, u
 	}
 	step = CHUNK / (unsigned)bsz;
 	nblk = (bytes + (unsigned)bsz - 1) / (unsigned)bsz;
-	if (ioctl(in, LIVE_FIBMAP, &first) != 0 || first <= 0) {
-		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", first <= 0 ? "no block" : strerror(errno));
+	if (ioctl(in, LIVE_FIBMAP, &first) != 0) {
+		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", strerror(errno));
+		return -1;
+	}
+	if (first <= 0) {
+		text_fmt(why, wlen, "no block map from its file system (FIBMAP: no block for the start)");
 		return -1;
 	}
 	for (b = 0; b < nblk; b += step) {
