@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: live.persist.paths=/home,/var/lib/app (and the store's paths file): only those directories survive reboot, the rest of / is volatile
+# summary: live.persist.paths=/home,/var/lib/app (and the store's paths file): only those directories survive reboot, the rest of / is volatile; a full store is announced
 # shellcheck source=tests/qemu/persist-lib.bash
 . "$(dirname "$0")/persist-lib.bash"
 img=$PDIR/stick.img tag=$$
@@ -31,6 +31,13 @@ check paths-file-used log_has 'liveunion: persistence: /etc persists'
 check etc-write vm_run "echo etc2-$tag >/etc/kept2 && sync"
 check home-still-kept vm_run "cat /home/kept"
 check home-still-content out_is "home-$tag"
+# the store, a file system of its own here (the root upper is tmpfs), filling up is announced too
+check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=64" 60
+check store-fill-says-enospc out_has 'No space left on device'
+check store-full-announced vm_wait 'liveunion: the persistence store /run/live/store is FULL: writes to the persistent directories now fail' 30
+check store-freed vm_run "rm /home/big && sync"
+check store-back-said vm_wait 'liveunion: the persistence store /run/live/store is back to [0-9]+% used' 30
+check tmpfs-upper-not-called-full fails log_has 'the upper layer /run/live/upper is FULL'
 require poweroff2 vm_poweroff
 check store-clean store_fsck "$img"
 check store-unmounted-cleanly store_clean
