@@ -217,6 +217,29 @@ finish() {
 	exit 1
 }
 
+# vm_qmp SOCKET COMMAND_JSON...: each command through qemu's QMP socket (the VM started with
+# -qmp unix:SOCKET,server=on,wait=off); prints each "return" as one JSON line, fails on an "error".
+vm_qmp() {
+	local sock=$1 i
+	shift
+	for i in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+	python3 - "$sock" "$@" <<-'PY'
+	import json, socket, sys
+	s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+	f.readline()
+	for i, cmd in enumerate(['{"execute": "qmp_capabilities"}'] + sys.argv[2:]):
+	    f.write(cmd + "\n"); f.flush()
+	    while True:  # events may come first
+	        r = json.loads(f.readline())
+	        if "return" in r or "error" in r:
+	            break
+	    if "error" in r:
+	        sys.exit("qmp %s: %s" % (cmd, r["error"].get("desc")))
+	    if i > 0:
+	        print(json.dumps(r["return"]))
+	PY
+}
+
 # Small predicates for check.
 out_is() { [ "$VM_OUT" = "$1" ]; }
 out_has() { printf '%s\n' "$VM_OUT" | grep -Eq -- "$1"; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named); a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running
+# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running
 # shellcheck source=tests/qemu/persist-lib.bash
 . "$(dirname "$0")/persist-lib.bash"
 tag=$$
@@ -35,6 +35,20 @@ require cd-login-partuuid-wrong vm_login
 check wrong-partuuid-waited log_has 'liveunion: persistence: waiting up to 2 s for PARTUUID=0badc0de-01 to appear'
 check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01 \(waited 2 s\)'
 require cd-poweroff-partuuid-wrong vm_poweroff
+# A named stick plugged in while the init waits for it (a hub enumerating late): it is used when it appears.
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+require cd-boot-late vm_start persist-guards kernel "" -kernel "$PDIR/kernel" -initrd "$PDIR/initrd" \
+	-append "$(cat "$PDIR/cmdline") live.persist=LABEL=liveunion-rw live.timeout=60" \
+	-drive "file=$ISO,if=ide,index=2,media=cdrom,readonly=on" -device qemu-xhci,id=xhci \
+	-qmp "unix:$PDIR/qmp.sock,server=on,wait=off"
+check late-waits vm_wait 'liveunion: persistence: waiting up to 60 s for LABEL=liveunion-rw to appear' 120
+check late-stick-plugged vm_qmp "$PDIR/qmp.sock" \
+	"{\"execute\": \"blockdev-add\", \"arguments\": {\"node-name\": \"late\", \"driver\": \"raw\", \"file\": {\"driver\": \"file\", \"filename\": \"$stranger\"}}}" \
+	'{"execute": "device_add", "arguments": {"driver": "usb-storage", "bus": "xhci.0", "drive": "late", "id": "late-stick"}}'
+require cd-login-late vm_login
+check late-store-used log_has 'liveunion: persistence: store /dev/sd[a-z]1 \(LABEL=liveunion-rw\), ext4'
+check late-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+require cd-poweroff-late vm_poweroff
 
 # 2. A store with an inconsistency only a human should repair: never mounted, never written.
 img=$PDIR/stick.img

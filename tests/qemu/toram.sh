@@ -8,20 +8,9 @@ busybox_sum=$(md5sum <"$OUT/rootfs/tree/bin/busybox" | cut -d' ' -f1)
 
 # tray_open: "true" or "false" for the CD drive, from qemu's own view (QMP query-block).
 tray_open() {
-	local i
-	for i in $(seq 50); do [ -S "$MDIR/qmp.sock" ] && break; sleep 0.1; done
-	python3 - "$MDIR/qmp.sock" <<-'PY'
-	import json, socket, sys
-	s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
-	f.readline()
-	for cmd in ("qmp_capabilities", "query-block"):
-	    f.write(json.dumps({"execute": cmd}) + "\n"); f.flush()
-	    while True:
-	        r = json.loads(f.readline())
-	        if "return" in r or "error" in r:
-	            break
-	print([str(b.get("tray_open")).lower() for b in r["return"] if b.get("removable")][0])
-	PY
+	vm_qmp "$MDIR/qmp.sock" '{"execute": "query-block"}' | python3 -c '
+import json, sys
+print([str(b.get("tray_open")).lower() for b in json.loads(sys.stdin.readline()) if b.get("removable")][0])'
 }
 
 require qemu-starts vm_boot_with toram "$ISO" "$cmdline live.toram live.debug" -qmp "unix:$MDIR/qmp.sock,server=on,wait=off"
