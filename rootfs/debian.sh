@@ -24,6 +24,18 @@ debian_mirror() {
 	printf '%s\n' "${m:-http://deb.debian.org/debian}"
 }
 
+# unmount_below DIR: what a killed debootstrap left mounted in DIR (its proc and sys), deepest first; rm -rf
+# must never walk into a mounted /proc, /sys or a bound /dev of the host.
+unmount_below() {
+	local m
+	[ -d "$1" ] || return 0
+	for m in $(findmnt -rn -o TARGET | awk -v d="$1/" 'index($0, d) == 1' | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m" ||
+			die "$m is mounted inside the debootstrap cache and cannot be unmounted: unmount it by hand"
+		log "  unmounted $m (left mounted by an interrupted debootstrap)"
+	done
+}
+
 # debian_tree NAME SUITE MIRROR: the cached debootstrap tree for NAME's package list (made when missing); prints its path.
 debian_tree() {
 	local name=$1 suite=$2 mirror=$3 pkgs key dir t0
@@ -38,13 +50,15 @@ debian_tree() {
 	[ "$(id -u)" -eq 0 ] || die "debootstrap and chroot need root: run ./build.sh --profile $name as root"
 	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
 	# One tree is kept: an older package list's tree is 400 MB nobody will use again (its .debs stay in debs/).
-	rm -rf "$PROFILE_CACHE/debootstrap"
+	unmount_below "$PROFILE_CACHE/debootstrap"
+	rm -rf --one-file-system "$PROFILE_CACHE/debootstrap"
 	mkdir -p "$PROFILE_CACHE/debs" "$PROFILE_CACHE/debootstrap"
 	log "  debootstrap --variant=minbase $suite from $mirror (+ $pkgs); log: $dir.log"
 	t0=$SECONDS
 	local rc=0
 	timeout -k 30 "$DEBOOTSTRAP_TIMEOUT" debootstrap --variant=minbase --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
 		"$suite" "$dir.tmp" "$mirror" >"$dir.log" 2>&1 || rc=$?
+	[ "$rc" -eq 0 ] || unmount_below "$dir.tmp"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		tail -n 20 "$dir.log" >&2
 		die "debootstrap of $suite from $mirror did not finish in ${DEBOOTSTRAP_TIMEOUT}s (a slow or unreachable mirror? set mirror= in the profile, or DEBOOTSTRAP_TIMEOUT; log: $dir.log)"
