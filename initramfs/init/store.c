@@ -140,12 +140,13 @@ out:
 }
 
 /* Where the image file lies on the FAT/exFAT partition, if in one piece: *offset in bytes. The kernel's
- * own block map (FIBMAP) is asked at every cluster, where a FAT file may jump. 0 contiguous, -1 not. */
+ * own block map is asked at both ends of every cluster, where a FAT file may jump. 0 contiguous, -1 not. */
 static int file_extent(const char *part, int fd, unsigned long long fsize, unsigned long long *offset)
 {
 	unsigned char boot[512];
-	unsigned long long nblocks, b, step = 1, cluster = 0;
-	int bsz = 0, first, phys, pfd;
+	unsigned long long cluster = 0, first;
+	char why[160];
+	int bsz, pfd;
 
 	if ((pfd = open(part, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
@@ -155,22 +156,13 @@ static int file_extent(const char *part, int fd, unsigned long long fsize, unsig
 		else
 			cluster = (unsigned long long)le16(boot + 0x0b) * boot[0x0d];
 	}
-	if (close(pfd) != 0 || ioctl(fd, LIVE_FIGETBSZ, &bsz) != 0 || bsz <= 0 || fsize == 0)
+	if (close(pfd) != 0)
 		return -1;
-	if (cluster >= (unsigned long long)bsz && cluster % (unsigned long long)bsz == 0)
-		step = cluster / (unsigned long long)bsz;
-	nblocks = (fsize + (unsigned long long)bsz - 1) / (unsigned long long)bsz;
-	first = 0;
-	if (ioctl(fd, LIVE_FIBMAP, &first) != 0 || first <= 0)
+	if (file_block_run(fd, fsize, cluster, &bsz, &first, why, sizeof(why)) != 0) {
+		dbg("image file on %s: %s", part, why);
 		return -1;
-	for (b = step; b <= nblocks; b += step) {
-		phys = (int)(b < nblocks ? b : nblocks - 1);
-		if (ioctl(fd, LIVE_FIBMAP, &phys) != 0 || (unsigned long long)phys != (unsigned long long)first + (b < nblocks ? b : nblocks - 1))
-			return -1;
-		if (b >= nblocks)
-			break;
 	}
-	*offset = (unsigned long long)first * (unsigned long long)bsz;
+	*offset = first * (unsigned long long)bsz;
 	return 0;
 }
 

@@ -30,37 +30,22 @@
 static int direct_source(int in, const char *device, unsigned long long bytes, unsigned long long *base, char *why,
 			 size_t wlen)
 {
-	unsigned long long nblk, b, last, step;
+	unsigned long long first;
 	struct stat fs, ds;
-	int bsz = 0, lbs = 0, first = 0, phys, fd;
+	int bsz, lbs = 0, fd;
 
 	if (bytes < DIRECT_MIN) {
 		text_fmt(why, wlen, "smaller than %u bytes", DIRECT_MIN);
 		return -1;
 	}
-	if (fstat(in, &fs) != 0 || ioctl(in, LIVE_FIGETBSZ, &bsz) != 0 || bsz <= 0 || 4096 % bsz != 0) {
-		text_fmt(why, wlen, "no block size from its file system (%s)", bsz > 0 ? "not a divisor of 4096" : strerror(errno));
+	if (fstat(in, &fs) != 0) {
+		text_fmt(why, wlen, "stat: %s", strerror(errno));
 		return -1;
 	}
-	step = CHUNK / (unsigned)bsz;
-	nblk = (bytes + (unsigned)bsz - 1) / (unsigned)bsz;
-	if (ioctl(in, LIVE_FIBMAP, &first) != 0) {
-		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", strerror(errno));
+	if (file_block_run(in, bytes, CHUNK, &bsz, &first, why, wlen) != 0)
 		return -1;
-	}
-	if (first <= 0) {
-		text_fmt(why, wlen, "no block map from its file system (FIBMAP: no block for the start)");
-		return -1;
-	}
-	for (b = 0; b < nblk; b += step) {
-		last = b + step - 1 < nblk - 1 ? b + step - 1 : nblk - 1;
-		phys = (int)b;
-		if (ioctl(in, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)first + b) {
-			phys = (int)last;
-			if (ioctl(in, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)first + last)
-				continue;
-		}
-		text_fmt(why, wlen, "not one run of blocks (block %llu of the file)", b);
+	if (4096 % bsz != 0) {
+		text_fmt(why, wlen, "its file system's block size %d is not a divisor of 4096", bsz);
 		return -1;
 	}
 	fd = open(device, O_RDONLY | O_DIRECT | O_CLOEXEC);
@@ -74,7 +59,7 @@ static int direct_source(int in, const char *device, unsigned long long bytes, u
 		 ((unsigned long long)first * (unsigned)bsz) % (unsigned)lbs != 0)
 		text_fmt(why, wlen, "it does not start on a sector of %s", device);
 	else {
-		*base = (unsigned long long)first * (unsigned)bsz;
+		*base = first * (unsigned)bsz;
 		return fd;
 	}
 	if (close(fd) != 0)

@@ -5,10 +5,12 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kapi.h"
 #include "log.h"
 
 int mkdir_p(const char *path, mode_t mode)
@@ -108,4 +110,44 @@ void text_fmt(char *buf, size_t len, const char *fmt, ...)
 	if (vsnprintf(buf, len, fmt, ap) < 0)
 		buf[0] = '\0';
 	va_end(ap);
+}
+
+int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,
+		   char *why, size_t wlen)
+{
+	unsigned long long nblk, b, last;
+	int start = 0, phys;
+
+	*bsz = 0;
+	if (bytes == 0) {
+		text_fmt(why, wlen, "empty");
+		return -1;
+	}
+	if (ioctl(fd, LIVE_FIGETBSZ, bsz) != 0 || *bsz <= 0) {
+		text_fmt(why, wlen, "no block size from its file system (%s)", *bsz > 0 ? "none" : strerror(errno));
+		return -1;
+	}
+	step = step >= (unsigned)*bsz && step % (unsigned)*bsz == 0 ? step / (unsigned)*bsz : 1;
+	nblk = (bytes + (unsigned)*bsz - 1) / (unsigned)*bsz;
+	if (ioctl(fd, LIVE_FIBMAP, &start) != 0) {
+		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", strerror(errno));
+		return -1;
+	}
+	if (start <= 0) {
+		text_fmt(why, wlen, "no block map from its file system (FIBMAP: no block for the start)");
+		return -1;
+	}
+	for (b = 0; b < nblk; b += step) {
+		last = b + step - 1 < nblk - 1 ? b + step - 1 : nblk - 1;
+		phys = (int)b;
+		if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)start + b) {
+			phys = (int)last;
+			if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)start + last)
+				continue;
+		}
+		text_fmt(why, wlen, "not one run of blocks (block %llu of the file)", b);
+		return -1;
+	}
+	*first = (unsigned long long)start;
+	return 0;
 }

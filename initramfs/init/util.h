@@ -15,4 +15,11 @@ int read_meminfo(const char *path, unsigned long long *total, unsigned long long
 int path_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* snprintf for message text: a truncated message is still useful, so it only terminates. */
 void text_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Whether the file open on fd (bytes long) lies on its device as one run of blocks in file order: the
+ * kernel's block map (FIBMAP) is asked at the first and last block of every step bytes (where its file
+ * system may jump: a FAT cluster, a copy chunk; 0 or a step that is not whole blocks: every block).
+ * 0 with *bsz (the file system's block size) and *first (the block the file starts at), or -1 with
+ * the reason in why. */
+int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,
+		   char *why, size_t wlen);
 #endif
