@@ -6,15 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "kapi.h"
 #include "log.h"
+#include "loop.h"
 #include "util.h"
 #include "verity.h"
 
@@ -30,87 +29,6 @@ int stack_medium(struct plan *p)
 		return -1;
 	msg("mounted %s (%s) on %s read-only", p->device, p->medium_fstype, dir);
 	return 0;
-}
-
-static int open_loop(int nr)
-{
-	char dev[32];
-	int fd;
-
-	if (snprintf(dev, sizeof(dev), "/dev/loop%d", nr) >= (int)sizeof(dev))
-		return fail(ENAMETOOLONG, "loop device name");
-	fd = open(dev, O_RDONLY | O_CLOEXEC);
-	/* devtmpfs normally has the node already; make it if the kernel was faster than devtmpfs. */
-	if (fd < 0 && errno == ENOENT) {
-		if (mknod(dev, S_IFBLK | 0600, makedev(7, (unsigned)nr)) != 0 && errno != EEXIST)
-			return fail(errno, "mknod %s", dev);
-		fd = open(dev, O_RDONLY | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return fail(errno, "open %s", dev);
-	return fd;
-}
-
-int loop_attach(const char *file, int *nr)
-{
-	struct live_loop_config cfg;
-	int ctl, lfd = -1, ffd, tries, n = -1, e;
-
-	ffd = open(file, O_RDONLY | O_CLOEXEC);
-	if (ffd < 0)
-		return fail(errno, "open %s", file);
-	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	if (ctl < 0) {
-		e = errno;
-		if (close(ffd) != 0)
-			msg("close %s: %s", file, strerror(errno));
-		return fail(e, "open /dev/loop-control");
-	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.fd = (uint32_t)ffd;
-	/* Read-only so LOOP_CHANGE_FD (toram) is allowed; autoclear so an unmount frees the device. */
-	cfg.info.lo_flags = LIVE_LO_FLAGS_READ_ONLY | LIVE_LO_FLAGS_AUTOCLEAR;
-	text_fmt((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
-	/* Another process may grab the free device between GET_FREE and configure: retry a few times. */
-	for (tries = 0; tries < 8; tries++) {
-		n = ioctl(ctl, LOOP_CTL_GET_FREE);
-		if (n < 0) {
-			fail(errno, "get a free loop device for %s", file);
-			break;
-		}
-		lfd = open_loop(n);
-		if (lfd < 0)
-			break;
-		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
-			break;
-		e = errno;
-		/* kernels before 5.8 lack LOOP_CONFIGURE: the two-step way */
-		if ((e == EINVAL || e == ENOTTY) && ioctl(lfd, LOOP_SET_FD, ffd) == 0) {
-			if (ioctl(lfd, LOOP_SET_STATUS64, &cfg.info) == 0)
-				break;
-			fail(errno, "set status of /dev/loop%d for %s", n, file);
-			if (ioctl(lfd, LOOP_CLR_FD, 0) != 0)
-				msg("could not detach /dev/loop%d: %s", n, strerror(errno));
-			if (close(lfd) != 0)
-				msg("close /dev/loop%d: %s", n, strerror(errno));
-			lfd = -1;
-			break;
-		}
-		fail(e, "attach %s to /dev/loop%d", file, n);
-		if (close(lfd) != 0)
-			msg("close /dev/loop%d: %s", n, strerror(errno));
-		lfd = -1;
-		if (e != EBUSY)
-			break;
-	}
-	if (close(ctl) != 0)
-		msg("close /dev/loop-control: %s", strerror(errno));
-	/* The loop device holds its own reference to the file. */
-	if (close(ffd) != 0)
-		msg("close %s: %s", file, strerror(errno));
-	if (lfd >= 0)
-		*nr = n;
-	return lfd;
 }
 
 static int by_name(const void *a, const void *b)
@@ -152,7 +70,7 @@ int stack_mount_layer(struct plan *p, struct layer *l)
 	 * dm-verity devices with it), so each layer is set up once. Not mounted: EINVAL, nothing to do. */
 	if (umount(l->dir) == 0)
 		msg("layer %s: unmounted %s left by an earlier try", l->name, l->dir);
-	lfd = loop_attach(l->file, &l->loop);
+	lfd = loop_attach(l->file, true, 0, 0, &l->loop);
 	if (lfd < 0)
 		return -1;
 	/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear. A saved layer

@@ -11,6 +11,4 @@ int stack_overlay(struct plan *p); /* overlay at newroot */
 int stack_mount_layer(struct plan *p, struct layer *l);
 /* "stack, bottom to top (...): ..." on the console; saved layers marked (store). */
 void stack_print(const struct plan *p);
-/* Attach file read-only to a free loop device; returns an open fd of the loop device, number in *nr. */
-int loop_attach(const char *file, int *nr);
 #endif

@@ -9,14 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "kapi.h"
 #include "log.h"
+#include "loop.h"
 #include "util.h"
 
 #define SYSBLOCK "/sys/class/block"
@@ -105,40 +104,6 @@ static int list_devs(const char *disk, char names[][32], int max)
 	return n;
 }
 
-static int loop_rw(const char *file, bool ro, unsigned long long offset, unsigned long long size, char *dev, size_t len)
-{
-	struct live_loop_config cfg;
-	int ctl, lfd, ffd, nr, ok = -1;
-
-	if ((ffd = open(file, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC)) < 0)
-		return fail(errno, "open %s", file);
-	if ((ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC)) < 0 || (nr = ioctl(ctl, LOOP_CTL_GET_FREE)) < 0) {
-		fail(errno, "get a free loop device for %s", file);
-		goto out;
-	}
-	text_fmt(dev, len, "/dev/loop%d", nr);
-	if ((lfd = open(dev, O_RDWR | O_CLOEXEC)) < 0) {
-		fail(errno, "open %s", dev);
-		goto out;
-	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.fd = (uint32_t)ffd;
-	/* autoclear: unmounting the store frees the device and with it the file on the FAT */
-	cfg.info.lo_flags = LIVE_LO_FLAGS_AUTOCLEAR | (ro ? LIVE_LO_FLAGS_READ_ONLY : 0);
-	cfg.info.lo_offset = offset;
-	cfg.info.lo_sizelimit = size;
-	text_fmt((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);
-	ok = ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0 ? lfd : fail(errno, "attach %s to %s", file, dev);
-	if (ok < 0 && close(lfd) != 0)
-		msg("close %s: %s", dev, strerror(errno));
-out:
-	if (ctl >= 0 && close(ctl) != 0)
-		msg("close /dev/loop-control: %s", strerror(errno));
-	if (close(ffd) != 0)
-		msg("close %s: %s", file, strerror(errno));
-	return ok;
-}
-
 /* Where the image file lies on the FAT/exFAT partition, if in one piece: *offset in bytes. The kernel's
  * own block map is asked at both ends of every cluster, where a FAT file may jump. 0 contiguous, -1 not. */
 static int file_extent(const char *part, int fd, unsigned long long fsize, unsigned long long *offset)
@@ -177,7 +142,7 @@ static int image_on(const char *part, const char *path, struct store *s)
 	unsigned long long offset = 0, fsize = 0;
 	struct stat st;
 	size_t i;
-	int fd, ffd, direct = -1;
+	int fd, ffd, nr, direct = -1;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) == 0)
@@ -203,10 +168,11 @@ static int image_on(const char *part, const char *path, struct store *s)
 			msg("umount %s: %s", s->host, strerror(errno));
 			return -1;
 		}
-		if ((fd = loop_rw(part, s->ro, offset, fsize, s->dev, sizeof(s->dev))) < 0) {
+		if ((fd = loop_attach(part, s->ro, offset, fsize, &nr)) < 0) {
 			msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
 			return -1;
 		}
+		text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
 		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path, part + 5,
 			 types[i], offset, s->dev);
 		return fd;
@@ -218,12 +184,13 @@ static int image_on(const char *part, const char *path, struct store *s)
 			msg("umount %s: %s", s->host, strerror(errno));
 		return -1;
 	}
-	if ((fd = loop_rw(file, s->ro, 0, 0, s->dev, sizeof(s->dev))) < 0) {
+	if ((fd = loop_attach(file, s->ro, 0, 0, &nr)) < 0) {
 		msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
 		return -1;
 	}
+	text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
 	text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s) via %s", path, part + 5, types[i], s->dev);
 	return fd;
 }

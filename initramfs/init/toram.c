@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -14,6 +13,7 @@
 
 #include "kapi.h"
 #include "log.h"
+#include "loop.h"
 #include "progress.h"
 #include "util.h"
 
@@ -225,28 +225,6 @@ close_dst:
 close_src:
 	if (close(fs) != 0 && rc == 0)
 		rc = fail(errno, "close %s", src);
-	return rc;
-}
-
-/* Point a read-only loop device at a file of the same size without unmounting what sits on it. */
-static int loop_change(int nr, const char *file)
-{
-	char dev[32];
-	int lfd, ffd, rc = 0;
-
-	text_fmt(dev, sizeof(dev), "/dev/loop%d", nr);
-	ffd = open(file, O_RDONLY | O_CLOEXEC);
-	if (ffd < 0)
-		return fail(errno, "open %s", file);
-	lfd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (lfd < 0)
-		rc = fail(errno, "open %s", dev);
-	else if (ioctl(lfd, LOOP_CHANGE_FD, ffd) != 0)
-		rc = fail(errno, "switch %s to %s", dev, file);
-	if (lfd >= 0 && close(lfd) != 0 && rc == 0)
-		rc = fail(errno, "close %s", dev);
-	if (close(ffd) != 0 && rc == 0)
-		rc = fail(errno, "close %s", file);
 	return rc;
 }
 

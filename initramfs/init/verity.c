@@ -12,8 +12,8 @@
 
 #include "kapi.h"
 #include "log.h"
+#include "loop.h"
 #include "progress.h"
-#include "stack.h"
 #include "util.h"
 
 /* What the first and last reads through dm-verity cover: the squashfs superblock and the tables at
@@ -243,7 +243,7 @@ int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
 	salt[2 * i] = '\0';
 	if (!sb.salt_size)
 		memcpy(salt, "-", 2);
-	hfd = loop_attach(l->hash_file, &l->hash_loop);
+	hfd = loop_attach(l->hash_file, true, 0, 0, &l->hash_loop);
 	if (hfd < 0)
 		return -1;
 	text_fmt(data, sizeof(data), "/dev/loop%d", l->loop);
