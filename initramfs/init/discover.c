@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "log.h"
 #include "util.h"
 
@@ -16,7 +17,7 @@
 #define POLL_MS 100
 
 struct seen {
-	char name[64];
+	char name[DISK_NAME_LEN];
 	char reason[200];
 };
 
@@ -67,22 +68,22 @@ static int by_name(const void *a, const void *b)
 }
 
 /* Unused loop and ram devices are always there and never the medium; listing them would bury the real clue. */
-static int idle_virtual(const char *sysblock, const char *name)
+static bool idle_virtual(const char *sysblock, const char *name)
 {
 	char path[PATH_LEN], buf[32];
 	ssize_t n;
 	int fd;
 
 	if (strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0)
-		return 0;
+		return false;
 	if (snprintf(path, sizeof(path), "%s/%s/size", sysblock, name) >= (int)sizeof(path))
-		return 0;
+		return false;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 0;
+		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
 	if (close(fd) != 0 || n <= 0)
-		return 0;
+		return false;
 	buf[n] = '\0';
 	return strtoull(buf, NULL, 10) == 0;
 }
@@ -100,24 +101,21 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 	struct dirent *e;
 	DIR *d;
 	size_t nl = strlen(name);
-	int fd, i, listed = 0, missing = 0, has = 0;
-	ssize_t n;
+	int fd, i, listed = 0, missing = 0, rc;
 
-	if (snprintf(path, sizeof(path), "%s/%s/partition", sysblock, name) >= (int)sizeof(path) || access(path, F_OK) == 0)
+	if (disk_is_partition(sysblock, name))
 		return 0;
 	if (snprintf(path, sizeof(path), "%s/%s/ext_range", sysblock, name) >= (int)sizeof(path) ||
 	    read_text(path, text, sizeof(text)) < 0 || strtol(text, NULL, 10) <= 1)
 		return 0;
 	if ((fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
 		return 0;
-	n = pread(fd, mbr, sizeof(mbr), 0);
-	if (close(fd) != 0 || n != (ssize_t)sizeof(mbr) || mbr[510] != 0x55 || mbr[511] != 0xAA) {
-		dbg("%s: no MBR (%zd bytes read)", name, n);
+	rc = disk_read_mbr(fd, mbr);
+	if (close(fd) != 0 || rc != 0) {
+		dbg("%s: no MBR", name);
 		return 0;
 	}
-	for (i = 0; i < 4; i++)
-		has |= mbr[446 + 16 * i + 4] != 0 || mbr[446 + 16 * i + 12] != 0;
-	if (!has || snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(d = opendir(path)))
+	if (!mbr_has_entries(mbr) || snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(d = opendir(path)))
 		return 0;
 	while ((e = readdir(d)) != NULL) {
 		char node[PATH_LEN];
@@ -142,25 +140,16 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 /* One pass over the block devices; 1 when the medium was found. */
 static int scan_once(struct plan *p, const char *sysblock, const char *devdir, struct seen *seen, int *nseen)
 {
-	DIR *d = opendir(sysblock);
-	struct dirent *e;
-	int n = 0, i;
+	static char names[MAX_SEEN][DISK_NAME_LEN];
+	int n = disk_list(sysblock, NULL, idle_virtual, names, MAX_SEEN), i;
 
-	if (!d) {
-		*nseen = 0;
-		return fail(errno, "open %s", sysblock);
+	*nseen = 0;
+	if (n < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		memcpy(seen[i].name, names[i], sizeof(seen[i].name));
+		seen[i].reason[0] = '\0';
 	}
-	while ((e = readdir(d)) != NULL && n < MAX_SEEN) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(seen[0].name))
-			continue;
-		if (idle_virtual(sysblock, e->d_name))
-			continue;
-		memcpy(seen[n].name, e->d_name, strlen(e->d_name) + 1);
-		seen[n].reason[0] = '\0';
-		n++;
-	}
-	if (closedir(d) != 0)
-		return fail(errno, "close %s", sysblock);
 	qsort(seen, (size_t)n, sizeof(seen[0]), by_name);
 	*nseen = n;
 	for (i = 0; i < n; i++) {

@@ -2,11 +2,9 @@
  * image file on a FAT/exFAT partition of the boot disk. Reads only; attaches loop devices. */
 #include "store.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/mount.h>
@@ -14,15 +12,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
 
-#define SYSBLOCK "/sys/class/block"
 #define MAX_PARTS 32
-
-static unsigned le16(const unsigned char *b) { return (unsigned)b[0] | (unsigned)b[1] << 8; }
-static unsigned long le32(const unsigned char *b) { return le16(b) | (unsigned long)le16(b + 2) << 16; }
 
 int store_read_sb(const char *dev, struct sb *s)
 {
@@ -47,61 +42,6 @@ int store_read_sb(const char *dev, struct sb *s)
 		 b[0x69], b[0x6a], b[0x6b], b[0x6c], b[0x6d], b[0x6e], b[0x6f], b[0x70], b[0x71], b[0x72], b[0x73], b[0x74],
 		 b[0x75], b[0x76], b[0x77]);
 	return 0;
-}
-
-static bool is_partition(const char *name)
-{
-	char path[PATH_LEN];
-
-	return snprintf(path, sizeof(path), SYSBLOCK "/%s/partition", name) < (int)sizeof(path) && access(path, F_OK) == 0;
-}
-
-/* The whole disk a block device belongs to: sda for sda1 and for sda. */
-static int disk_of(const char *dev, char *disk, size_t len)
-{
-	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
-	char path[PATH_LEN], *real, *slash;
-
-	text_fmt(disk, len, "%s", name);
-	if (!is_partition(name))
-		return 0;
-	if (snprintf(path, sizeof(path), SYSBLOCK "/%s", name) >= (int)sizeof(path) || !(real = realpath(path, NULL)))
-		return -1;
-	slash = strrchr(real, '/');
-	if (slash) {
-		*slash = '\0';
-		slash = strrchr(real, '/');
-	}
-	if (slash)
-		text_fmt(disk, len, "%s", slash + 1);
-	free(real);
-	return slash ? 0 : -1;
-}
-
-static int by_name(const void *a, const void *b) { return strcmp(a, b); }
-
-/* Partitions of disk (sorted), or of every block device when disk is NULL. */
-static int list_devs(const char *disk, char names[][32], int max)
-{
-	char dir[PATH_LEN];
-	DIR *d;
-	struct dirent *e;
-	int n = 0;
-
-	text_fmt(dir, sizeof(dir), disk ? SYSBLOCK "/%s" : SYSBLOCK, disk);
-	if (!(d = opendir(dir)))
-		return 0;
-	while ((e = readdir(d)) != NULL && n < max) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= 32)
-			continue;
-		if (disk && (strncmp(e->d_name, disk, strlen(disk)) != 0 || !is_partition(e->d_name)))
-			continue;
-		memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
-	}
-	if (closedir(d) != 0)
-		msg("close %s: %s", dir, strerror(errno));
-	qsort(names, (size_t)n, sizeof(names[0]), by_name);
-	return n;
 }
 
 /* Where the image file lies on the FAT/exFAT partition, if in one piece: *offset in bytes. The kernel's
@@ -195,54 +135,23 @@ static int image_on(const char *part, const char *path, struct store *s)
 	return fd;
 }
 
-static unsigned long long le64(const unsigned char *b) { return le32(b) | (unsigned long long)le32(b + 4) << 32; }
-
-/* PARTUUID of a partition the way the kernel numbers it: the GPT entry's unique GUID when the disk
- * has a GPT that the MBR protects (0xEE, also in hybrid ISO images), else the MBR signature-NN. */
-static int part_uuid(const char *name, char *out, size_t len)
+/* Every block device, or the partitions of disk; none when sysfs cannot be read (then nothing is found,
+ * which the caller says). */
+static int list_block(const char *disk, char names[][DISK_NAME_LEN], int max)
 {
-	char disk[32], path[PATH_LEN], num[16], lbs_text[16];
-	unsigned char mbr[512], gpt[512], e[128];
-	unsigned long partn, lbs = 512;
-	bool pmbr = false;
-	int fd, i, ok = -1;
+	int n = disk_list(SYSBLOCK, disk, NULL, names, max);
 
-	if (disk_of(name, disk, sizeof(disk)) != 0 || strcmp(disk, name) == 0)
-		return -1;
-	text_fmt(path, sizeof(path), SYSBLOCK "/%s/partition", name);
-	if (read_text(path, num, sizeof(num)) < 0 || (partn = strtoul(num, NULL, 10)) == 0)
-		return -1;
-	text_fmt(path, sizeof(path), SYSBLOCK "/%s/queue/logical_block_size", disk);
-	if (read_text(path, lbs_text, sizeof(lbs_text)) >= 0 && strtoul(lbs_text, NULL, 10) >= 512)
-		lbs = strtoul(lbs_text, NULL, 10);
-	text_fmt(path, sizeof(path), "/dev/%s", disk);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	if (pread(fd, mbr, sizeof(mbr), 0) != (ssize_t)sizeof(mbr) || mbr[510] != 0x55 || mbr[511] != 0xAA)
-		goto out;
-	for (i = 0; i < 4; i++)
-		pmbr |= mbr[446 + 16 * i + 4] == 0xEE;
-	if (pmbr && pread(fd, gpt, sizeof(gpt), (off_t)lbs) == (ssize_t)sizeof(gpt) && memcmp(gpt, "EFI PART", 8) == 0) {
-		unsigned long long at = le64(gpt + 72) * lbs + (partn - 1) * le32(gpt + 84);
-
-		if (partn > le32(gpt + 80) || le32(gpt + 84) < 128 || pread(fd, e, sizeof(e), (off_t)at) != (ssize_t)sizeof(e))
-			goto out;
-		text_fmt(out, len, "%08lx-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", le32(e + 16), le16(e + 20),
-			 le16(e + 22), e[24], e[25], e[26], e[27], e[28], e[29], e[30], e[31]);
-	} else {
-		text_fmt(out, len, "%08lx-%02lx", le32(mbr + 440), partn);
-	}
-	ok = 0;
-out:
-	if (close(fd) != 0)
-		msg("close %s: %s", path, strerror(errno));
-	return ok;
+	if (n >= 0)
+		return n;
+	dbg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
+	fail_clear();
+	return 0;
 }
 
 int store_find(const struct plan *p, const char *spec, struct store *s, int *loopfd, char *why, size_t wlen)
 {
-	static char names[MAX_PARTS * 2][32];
-	char disk[32], dev[64];
+	static char names[MAX_PARTS * 2][DISK_NAME_LEN];
+	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8];
 	struct sb sb;
 	int n, i;
 
@@ -255,10 +164,10 @@ int store_find(const struct plan *p, const char *spec, struct store *s, int *loo
 		unsigned waited = 0; /* quarter seconds: a named stick may be enumerated after the medium */
 
 		for (;;) {
-			n = list_devs(NULL, names, MAX_PARTS * 2);
+			n = list_block(NULL, names, MAX_PARTS * 2);
 			for (i = 0; i < n; i++) {
 				text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-				if (kind == PK_PARTUUID && (part_uuid(names[i], pu, sizeof(pu)) != 0 || strcasecmp(pu, want) != 0))
+				if (kind == PK_PARTUUID && (disk_part_uuid(SYSBLOCK, "/dev", names[i], pu, sizeof(pu)) != 0 || strcasecmp(pu, want) != 0))
 					continue;
 				if (store_read_sb(dev, &sb) != 0 || !sb.ext)
 					continue;
@@ -281,13 +190,13 @@ int store_find(const struct plan *p, const char *spec, struct store *s, int *loo
 		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);
 		return 0;
 	}
-	if (disk_of(p->device, disk, sizeof(disk)) != 0) {
+	if (disk_of(SYSBLOCK, p->device, disk, sizeof(disk)) != 0) {
 		text_fmt(why, wlen, "cannot tell which disk %s is on", p->device);
 		return 0;
 	}
 	/* auto and file: look only at the disk we booted from: a stranger's stick with the right
 	 * label must never be mounted (any other disk only when named by LABEL=/UUID=). */
-	n = list_devs(disk, names, MAX_PARTS);
+	n = list_block(disk, names, MAX_PARTS);
 	if (kind != PK_FILE) {
 		for (i = 0; i < n; i++) {
 			text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);

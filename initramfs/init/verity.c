@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "disk.h"
 #include "kapi.h"
 #include "log.h"
 #include "loop.h"
@@ -28,15 +29,6 @@ struct verity_sb {
 	unsigned salt_size;
 	unsigned char salt[256];
 };
-
-static uint64_t le(const unsigned char *b, int n)
-{
-	uint64_t v = 0;
-
-	while (n--)
-		v = v << 8 | b[n];
-	return v;
-}
 
 static int pow2_in(unsigned v, unsigned lo, unsigned hi)
 {
@@ -57,15 +49,15 @@ static int read_sb(const struct layer *l, struct verity_sb *sb)
 		return fail(errno, "close %s", l->hash_file);
 	if (n < 0)
 		return fail(e, "layer %s: read the dm-verity superblock of %s", l->name, l->hash_file);
-	if (n != (ssize_t)sizeof(b) || memcmp(b, "verity\0\0", 8) != 0 || le(b + 8, 4) != 1 || le(b + 12, 4) != 1)
+	if (n != (ssize_t)sizeof(b) || memcmp(b, "verity\0\0", 8) != 0 || le32(b + 8) != 1 || le32(b + 12) != 1)
 		return fail(EINVAL, "layer %s: %s is not a veritysetup hash tree (format 1 with a superblock)", l->name,
 			    l->hash_file);
 	memset(sb, 0, sizeof(*sb));
 	memcpy(sb->algorithm, b + 32, 32);
-	sb->data_block_size = (unsigned)le(b + 64, 4);
-	sb->hash_block_size = (unsigned)le(b + 68, 4);
-	sb->data_blocks = le(b + 72, 8);
-	sb->salt_size = (unsigned)le(b + 80, 2);
+	sb->data_block_size = (unsigned)le32(b + 64);
+	sb->hash_block_size = (unsigned)le32(b + 68);
+	sb->data_blocks = le64(b + 72);
+	sb->salt_size = le16(b + 80);
 	if (!pow2_in(sb->data_block_size, 512, 1u << 20) || !pow2_in(sb->hash_block_size, 512, 1u << 20) ||
 	    sb->salt_size > sizeof(sb->salt) || !sb->algorithm[0] || strspn(sb->algorithm, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(sb->algorithm))
 		return fail(EINVAL, "layer %s: the superblock of %s is damaged (block sizes %u/%u, salt %u bytes)", l->name,

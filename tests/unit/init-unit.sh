@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching),
-# built with gcc, run plain and under ASan+UBSan.
+# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching) and of disk.c
+# (partition tables, sysfs listing) against a fake sysfs; built with gcc, run plain and under ASan+UBSan.
 set -euo pipefail
 export LC_ALL=C
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-$TOP/out}
 B=$OUT/tests/init-unit
 SRC=$TOP/initramfs/init
-PURE=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/medium.c")
 mkdir -p "$B"
 pass=0 fail=0
 CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -I"$SRC")
 
-for t in cmdline plan; do
+for t in cmdline plan disk; do
+	case $t in # the pure parts; disk.c with what it logs through
+	disk) srcs=("$SRC/disk.c" "$SRC/util.c" "$SRC/log.c") ;;
+	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/medium.c") ;;
+	esac
 	for mode in plain asan; do
 		extra=()
 		[ "$mode" = asan ] && extra=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 		bin=$B/init-$t-test-$mode
-		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${PURE[@]}"; then
+		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${srcs[@]}"; then
 			echo "FAIL: build init-$t-test ($mode)"
 			fail=$((fail + 1))
 			continue

@@ -1,0 +1,140 @@
+#include "disk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "util.h"
+
+unsigned le16(const unsigned char *b) { return (unsigned)b[0] | (unsigned)b[1] << 8; }
+unsigned long le32(const unsigned char *b) { return le16(b) | (unsigned long)le16(b + 2) << 16; }
+unsigned long long le64(const unsigned char *b) { return le32(b) | (unsigned long long)le32(b + 4) << 32; }
+
+bool disk_is_partition(const char *sysblock, const char *name)
+{
+	char path[512];
+
+	return snprintf(path, sizeof(path), "%s/%s/partition", sysblock, name) < (int)sizeof(path) &&
+	       access(path, F_OK) == 0;
+}
+
+int disk_of(const char *sysblock, const char *dev, char *disk, size_t len)
+{
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	char path[512], *real, *slash;
+
+	text_fmt(disk, len, "%s", name);
+	if (!disk_is_partition(sysblock, name))
+		return 0;
+	/* sysfs puts a partition's directory inside its disk's */
+	if (snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(real = realpath(path, NULL)))
+		return -1;
+	slash = strrchr(real, '/');
+	if (slash) {
+		*slash = '\0';
+		slash = strrchr(real, '/');
+	}
+	if (slash)
+		text_fmt(disk, len, "%s", slash + 1);
+	free(real);
+	return slash ? 0 : -1;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *sysblock, const char *name),
+	      char names[][DISK_NAME_LEN], int max)
+{
+	char dir[512];
+	DIR *d;
+	struct dirent *e;
+	int n = 0;
+
+	if (disk ? path_fmt(dir, sizeof(dir), "%s/%s", sysblock, disk) : path_fmt(dir, sizeof(dir), "%s", sysblock))
+		return -1;
+	if (!(d = opendir(dir)))
+		return fail(errno, "open %s", dir);
+	while ((e = readdir(d)) != NULL && n < max) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= DISK_NAME_LEN)
+			continue;
+		if (disk && (strncmp(e->d_name, disk, strlen(disk)) != 0 || !disk_is_partition(sysblock, e->d_name)))
+			continue;
+		if (skip && skip(sysblock, e->d_name))
+			continue;
+		memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
+	}
+	if (closedir(d) != 0)
+		return fail(errno, "close %s", dir);
+	qsort(names, (size_t)n, sizeof(names[0]), by_name);
+	return n;
+}
+
+int disk_read_mbr(int fd, unsigned char mbr[512])
+{
+	if (pread(fd, mbr, 512, 0) != 512 || mbr[510] != 0x55 || mbr[511] != 0xAA)
+		return -1;
+	return 0;
+}
+
+bool mbr_has_entries(const unsigned char *mbr)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (mbr[446 + 16 * i + 4] != 0 || mbr[446 + 16 * i + 12] != 0)
+			return true;
+	return false;
+}
+
+static bool mbr_protects_gpt(const unsigned char *mbr)
+{
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (mbr[446 + 16 * i + 4] == 0xEE)
+			return true;
+	return false;
+}
+
+int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, char *out, size_t len)
+{
+	char disk[DISK_NAME_LEN], path[512], num[16], lbs_text[16];
+	unsigned char mbr[512], gpt[512], e[128];
+	unsigned long partn, lbs = 512;
+	int fd, ok = -1;
+
+	if (disk_of(sysblock, name, disk, sizeof(disk)) != 0 || strcmp(disk, name) == 0)
+		return -1;
+	text_fmt(path, sizeof(path), "%s/%s/partition", sysblock, name);
+	if (read_text(path, num, sizeof(num)) < 0 || (partn = strtoul(num, NULL, 10)) == 0)
+		return -1;
+	text_fmt(path, sizeof(path), "%s/%s/queue/logical_block_size", sysblock, disk);
+	if (read_text(path, lbs_text, sizeof(lbs_text)) >= 0 && strtoul(lbs_text, NULL, 10) >= 512)
+		lbs = strtoul(lbs_text, NULL, 10);
+	text_fmt(path, sizeof(path), "%s/%s", devdir, disk);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	if (disk_read_mbr(fd, mbr) != 0)
+		goto out;
+	if (mbr_protects_gpt(mbr) && pread(fd, gpt, sizeof(gpt), (off_t)lbs) == (ssize_t)sizeof(gpt) &&
+	    memcmp(gpt, "EFI PART", 8) == 0) {
+		unsigned long long at = le64(gpt + 72) * lbs + (partn - 1) * le32(gpt + 84);
+
+		if (partn > le32(gpt + 80) || le32(gpt + 84) < 128 || pread(fd, e, sizeof(e), (off_t)at) != (ssize_t)sizeof(e))
+			goto out;
+		text_fmt(out, len, "%08lx-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", le32(e + 16), le16(e + 20),
+			 le16(e + 22), e[24], e[25], e[26], e[27], e[28], e[29], e[30], e[31]);
+	} else {
+		text_fmt(out, len, "%08lx-%02lx", le32(mbr + 440), partn);
+	}
+	ok = 0;
+out:
+	if (close(fd) != 0)
+		msg("close %s: %s", path, strerror(errno));
+	return ok;
+}

@@ -1,0 +1,138 @@
+/* Unit tests: partition tables and the sysfs block listing (disk.c) against a fake sysfs and a disk image
+ * made here: the disk of a partition, the listing, the MBR and GPT PARTUUIDs the way the kernel numbers them. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "disk.h"
+#include "log.h"
+#include "init-test.h"
+
+static char top[64], sys[128], devdir[128];
+
+static void put(const char *rel, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", top, rel);
+	f = fopen(path, "w");
+	CHECK(f && fputs(text, f) >= 0 && fclose(f) == 0, "write %s", path);
+}
+
+static void dir(const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", top, rel);
+	CHECK(mkdir(path, 0755) == 0, "mkdir %s", path);
+}
+
+static void link_to(const char *target, const char *rel)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", top, rel);
+	CHECK(symlink(target, path) == 0, "symlink %s", path);
+}
+
+static void write_disk(const unsigned char *img, size_t len)
+{
+	char path[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/vda", devdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, img, len) == (ssize_t)len && close(fd) == 0, "write the disk image");
+}
+
+static bool skip_vdb(const char *sysblock, const char *name)
+{
+	(void)sysblock;
+	return strcmp(name, "vdb") == 0;
+}
+
+int main(void)
+{
+	static unsigned char img[4 * 512];
+	static const unsigned char le[8] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08};
+	char names[8][DISK_NAME_LEN], disk[DISK_NAME_LEN], uuid[40];
+	int n, i;
+
+	log_use_fd(2);
+	CHECK(le16(le) == 0x0201 && le32(le) == 0x04030201UL && le64(le) == 0x0807060504030201ULL, "little-endian");
+	snprintf(top, sizeof(top), "/tmp/init-disk-test.XXXXXX");
+	CHECK(mkdtemp(top) != NULL, "mkdtemp");
+	snprintf(sys, sizeof(sys), "%s/block", top);
+	snprintf(devdir, sizeof(devdir), "%s/dev", top);
+	/* sysfs: a partition's directory lies inside its disk's; class/block links to both */
+	dir("devices");
+	dir("devices/vda");
+	dir("devices/vda/queue");
+	put("devices/vda/queue/logical_block_size", "512\n");
+	dir("devices/vda/vda1");
+	put("devices/vda/vda1/partition", "1\n");
+	dir("devices/vda/vda2");
+	put("devices/vda/vda2/partition", "2\n");
+	dir("devices/vdb");
+	dir("block");
+	link_to("../devices/vda", "block/vda");
+	link_to("../devices/vda/vda2", "block/vda2");
+	link_to("../devices/vda/vda1", "block/vda1");
+	link_to("../devices/vdb", "block/vdb");
+	dir("dev");
+
+	CHECK(disk_is_partition(sys, "vda1") && !disk_is_partition(sys, "vda"), "partition attribute");
+	CHECK(disk_of(sys, "/dev/vda2", disk, sizeof(disk)) == 0, "disk of vda2");
+	CHECK_STR(disk, "vda");
+	CHECK(disk_of(sys, "vda", disk, sizeof(disk)) == 0, "disk of vda");
+	CHECK_STR(disk, "vda");
+	n = disk_list(sys, "vda", NULL, names, 8);
+	CHECK(n == 2 && strcmp(names[0], "vda1") == 0 && strcmp(names[1], "vda2") == 0, "partitions of vda, sorted: %d", n);
+	n = disk_list(sys, NULL, skip_vdb, names, 8);
+	CHECK(n == 3 && strcmp(names[0], "vda") == 0 && strcmp(names[2], "vda2") == 0, "every device but the skipped: %d", n);
+	for (i = 0; i < n; i++)
+		CHECK(strcmp(names[i], "vdb") != 0, "vdb skipped");
+	CHECK(disk_list(sys, NULL, NULL, names, 2) == 2, "at most max");
+	CHECK(disk_list("/nonexistent-sysfs", NULL, NULL, names, 8) == -1 && strstr(fail_what(), "/nonexistent-sysfs"),
+	      "an unreadable sysfs is an error naming it: %s", fail_what());
+	fail_clear();
+
+	/* MBR: the disk signature and the partition number */
+	memset(img, 0, sizeof(img));
+	memcpy(img + 440, "\x78\x56\x34\x12", 4);
+	img[446 + 4] = 0x83;
+	img[446 + 16 + 4] = 0x0c;
+	img[510] = 0x55;
+	img[511] = 0xAA;
+	CHECK(mbr_has_entries(img), "MBR with entries");
+	write_disk(img, sizeof(img));
+	CHECK(disk_part_uuid(sys, devdir, "vda2", uuid, sizeof(uuid)) == 0, "MBR PARTUUID");
+	CHECK_STR(uuid, "12345678-02");
+	CHECK(disk_part_uuid(sys, devdir, "vda", uuid, sizeof(uuid)) == -1, "a whole disk has no PARTUUID");
+
+	/* GPT behind a protective MBR: the entry's unique GUID, mixed-endian as the kernel prints it */
+	memset(img + 446, 0, 64);
+	CHECK(!mbr_has_entries(img), "MBR without entries");
+	img[446 + 4] = 0xEE;
+	memcpy(img + 512, "EFI PART", 8);
+	img[512 + 72] = 2;    /* entries at LBA 2 */
+	img[512 + 80] = 4;    /* 4 entries */
+	img[512 + 84] = 128;  /* of 128 bytes */
+	for (i = 0; i < 16; i++)
+		img[1024 + 128 + 16 + i] = (unsigned char)(0x10 + i); /* entry 2's unique GUID */
+	write_disk(img, sizeof(img));
+	CHECK(disk_part_uuid(sys, devdir, "vda2", uuid, sizeof(uuid)) == 0, "GPT PARTUUID");
+	CHECK_STR(uuid, "13121110-1514-1716-1819-1a1b1c1d1e1f");
+	img[510] = 0;
+	write_disk(img, sizeof(img));
+	CHECK(disk_part_uuid(sys, devdir, "vda2", uuid, sizeof(uuid)) == -1, "no MBR signature: no PARTUUID");
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+		CHECK(system(cmd) == 0, "clean up %s", top);
+	}
+	return t_summary();
+}
