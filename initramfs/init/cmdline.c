@@ -5,39 +5,40 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plan_steps.h"
-
 /* Every live.* key the init understands. The README's parameter list is generated from
  * `init --help-keys`, which prints exactly this table. */
+/* The boot steps in their order (enum step_id): live.break= stops before one. */
+static const char *const break_choices[] = {"medium", "layers", "toram", "upper", "overlay", "switch", NULL};
+
 const struct key_def key_table[K_COUNT] = {
 	[K_MEDIUM] = {"medium", T_MEDIUM, "LABEL=LIVEUNION",
-		"boot medium: UUID=<16 digits of the ISO9660 modification date, hyphens ignored> or LABEL=<volume id>", 0},
-	[K_TIMEOUT] = {"timeout", T_UINT, "30", "seconds to wait for the medium before the rescue shell", 3600},
-	[K_SIZE] = {"size", T_SIZE, "50%", "size of the tmpfs that holds the changes: N% of RAM or bytes with k/M/G suffix", 0},
-	[K_TORAM] = {"toram", T_FLAG, "0", "copy the layers into RAM, then release the medium (normal boot if RAM is short)", 0},
+		"boot medium: UUID=<16 digits of the ISO9660 modification date, hyphens ignored> or LABEL=<volume id>", 0, NULL},
+	[K_TIMEOUT] = {"timeout", T_UINT, "30", "seconds to wait for the medium before the rescue shell", 3600, NULL},
+	[K_SIZE] = {"size", T_SIZE, "50%", "size of the tmpfs that holds the changes: N% of RAM or bytes with k/M/G suffix", 0, NULL},
+	[K_TORAM] = {"toram", T_FLAG, "0", "copy the layers into RAM, then release the medium (normal boot if RAM is short)", 0, NULL},
 	[K_BREAK] = {"break", T_ENUM, "",
-		"rescue shell before a step; the boot continues when it exits: medium|layers|toram|upper|overlay|switch", 0},
-	[K_PANIC] = {"panic", T_FLAG, "0", "on failure print the report, then exit PID 1 so the kernel panics (no shell)", 0},
-	[K_INIT] = {"init", T_PATH, "/sbin/init", "program started in the live root", 0},
+		"rescue shell before a step; the boot continues when it exits", 0, break_choices},
+	[K_PANIC] = {"panic", T_FLAG, "0", "on failure print the report, then exit PID 1 so the kernel panics (no shell)", 0, NULL},
+	[K_INIT] = {"init", T_PATH, "/sbin/init", "program started in the live root", 0, NULL},
 	[K_LAYERS] = {"layers", T_STRING, "",
 		"comma-separated layers to stack (10-base,20-desktop or base,desktop); -name excludes one (-20-desktop); "
-		"empty: every live/NN-name.squashfs and every layer saved in the store (liveunion save)", 0},
+		"empty: every live/NN-name.squashfs and every layer saved in the store (liveunion save)", 0, NULL},
 	[K_PERSIST] = {"persist", T_STRING, "",
 		"persistence store: empty/auto = a partition labelled liveunion-rw or a liveunion-rw.img on the boot disk only; "
 		"off (tmpfs; the auto store still gives its saved layers, read-only); LABEL=x, UUID=x or PARTUUID=x on any "
-		"disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0},
+		"disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0, NULL},
 	[K_VERIFY] = {"verify", T_STRING, "",
 		"dm-verity root hashes, name:hex,... (the boot menus carry them): every layer is mounted through dm-verity "
-		"and must be listed; off: no verification (a warning); empty: unverified (a warning)", 0},
+		"and must be listed; off: no verification (a warning); empty: unverified (a warning)", 0, NULL},
 	[K_CHECK] = {"check", T_FLAG, "0",
-		"read every layer fully at boot (through dm-verity when verifying) and stop naming a layer that fails", 0},
-	[K_DEBUG] = {"debug", T_FLAG, "0", "more messages from the init", 0},
-	[K_PERSISTRO] = {"persist.ro", T_FLAG, "0", "the store is an extra read-only lower layer; changes go to tmpfs", 0},
+		"read every layer fully at boot (through dm-verity when verifying) and stop naming a layer that fails", 0, NULL},
+	[K_DEBUG] = {"debug", T_FLAG, "0", "more messages from the init", 0, NULL},
+	[K_PERSISTRO] = {"persist.ro", T_FLAG, "0", "the store is an extra read-only lower layer; changes go to tmpfs", 0, NULL},
 	[K_PERSISTRESET] = {"persist.reset", T_FLAG, "0",
-		"move the store's previous changes aside to a dated directory (never deleted) and start fresh", 0},
+		"move the store's previous changes aside to a dated directory (never deleted) and start fresh", 0, NULL},
 	[K_PERSISTPATHS] = {"persist.paths", T_STRING, "",
 		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
-		"liveunion-v1/paths.conf (one per line), else everything persists", 0},
+		"liveunion-v1/paths.conf (one per line), else everything persists", 0, NULL},
 };
 
 static const char *const type_names[] = {
@@ -160,6 +161,7 @@ static int set_value(enum key_id k, const char *text, bool has_eq, struct value 
 {
 	const struct key_def *d = &key_table[k];
 	struct value nv;
+	int i;
 
 	memset(&nv, 0, sizeof(nv));
 	if (strlen(text) >= sizeof(nv.s))
@@ -181,7 +183,11 @@ static int set_value(enum key_id k, const char *text, bool has_eq, struct value 
 			return -1;
 		break;
 	case T_ENUM:
-		if (!has_eq || (text[0] != '\0' && step_index(text) == S_NONE))
+		nv.choice = -1;
+		for (i = 0; text[0] && d->choices[i] && nv.choice < 0; i++)
+			if (strcmp(text, d->choices[i]) == 0)
+				nv.choice = i;
+		if (!has_eq || (text[0] != '\0' && nv.choice < 0))
 			return -1;
 		break;
 	case T_PATH:
@@ -308,8 +314,20 @@ size_t cmdline_help(char *buf, size_t len)
 	for (k = 0; k < K_COUNT; k++) {
 		const struct key_def *d = &key_table[k];
 
-		n = snprintf(buf + used, len - used, "live.%s\t%s\t%s\t%s\n", d->name, type_names[d->type],
+		const char *const *c;
+
+		n = snprintf(buf + used, len - used, "live.%s\t%s\t%s\t%s", d->name, type_names[d->type],
 			     d->def[0] ? d->def : "(empty)", d->help);
+		if (n < 0)
+			break;
+		used += (size_t)n < len - used ? (size_t)n : len - used;
+		for (c = d->choices; c && *c; c++) {
+			n = snprintf(buf + used, len - used, "%s%s", c == d->choices ? ": " : "|", *c);
+			if (n < 0)
+				return used;
+			used += (size_t)n < len - used ? (size_t)n : len - used;
+		}
+		n = snprintf(buf + used, len - used, "\n");
 		if (n < 0)
 			break;
 		used += (size_t)n < len - used ? (size_t)n : len - used;

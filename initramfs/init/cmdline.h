@@ -30,6 +30,7 @@ struct key_def {
 	const char *def;   /* default as it would be written on the command line */
 	const char *help;  /* one line */
 	unsigned long long max; /* T_UINT: largest accepted value */
+	const char *const *choices; /* T_ENUM: the accepted names, NULL-terminated (help lists them) */
 };
 
 /* x86 kernels keep at most 2048 bytes of command line; live.verify= holds ~75 per layer. */
@@ -46,6 +47,7 @@ struct value {
 	bool flag;         /* T_FLAG */
 	unsigned long long u; /* T_UINT */
 	struct size_spec size; /* T_SIZE */
+	int choice;        /* T_ENUM: index in the key's choices, -1 when empty */
 	char s[VALUE_MAX]; /* T_STRING, T_ENUM, T_PATH, T_MEDIUM (and the text of every type) */
 };
 

@@ -125,18 +125,18 @@ static int report(const struct plan *p, int step)
 	char why[128];
 
 	msg("%s: %s", fail_what(), strerror(fail_errno()));
-	msg("step %s failed", step_names[step]);
+	msg("step %s failed", step_name(step));
 	print_plan(p, "the plan was:");
 	if (p->panic) {
 		msg("live.panic: stopping; PID 1 exits and the kernel panics");
 		return -1;
 	}
-	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", step_names[step]);
+	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", step_name(step));
 	if (rescue_shell(why) != 0) {
 		msg("%s: %s; nothing else to do but panic", fail_what(), strerror(fail_errno()));
 		return -1;
 	}
-	msg("rescue shell exited: retrying step %s", step_names[step]);
+	msg("rescue shell exited: retrying step %s", step_name(step));
 	fail_clear();
 	return 0;
 }
@@ -178,7 +178,7 @@ int main(int argc, char **argv)
 		if (p.break_step == i) {
 			char why[64];
 
-			text_fmt(why, sizeof(why), "live.break=%s: before step %s", step_names[i], step_names[i]);
+			text_fmt(why, sizeof(why), "live.break=%s: before step %s", step_name(i), step_name(i));
 			msg("%s", why);
 			if (rescue_shell(why) != 0)
 				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));

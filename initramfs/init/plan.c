@@ -6,22 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const step_names[S_COUNT] = {
-	[S_MEDIUM] = "medium", [S_LAYERS] = "layers", [S_TORAM] = "toram",
-	[S_UPPER] = "upper",   [S_OVERLAY] = "overlay", [S_SWITCH] = "switch",
-};
-
 /* Room the running system needs besides the RAM copy of the layers. */
 #define TORAM_RESERVE (64ULL << 20)
 
-int step_index(const char *name)
+const char *step_name(enum step_id s)
 {
-	int i;
-
-	for (i = 0; i < S_COUNT; i++)
-		if (strcmp(name, step_names[i]) == 0)
-			return i;
-	return S_NONE;
+	return key_table[K_BREAK].choices[s];
 }
 
 static void copy(char *dst, size_t len, const char *src)
@@ -47,7 +37,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	p->panic = c->v[K_PANIC].flag;
 	p->check = c->v[K_CHECK].flag;
 	p->debug = c->v[K_DEBUG].flag;
-	p->break_step = c->v[K_BREAK].s[0] ? step_index(c->v[K_BREAK].s) : S_NONE;
+	p->break_step = c->v[K_BREAK].choice < 0 ? S_NONE : c->v[K_BREAK].choice;
 	copy(p->init, sizeof(p->init), c->v[K_INIT].s);
 	copy(p->layer_filter, sizeof(p->layer_filter), c->v[K_LAYERS].s);
 	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
@@ -386,7 +376,7 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	else
 		put(&o, "size=%llu\n", p->size.n);
 	put(&o, "toram=%d\npanic=%d\ncheck=%d\ndebug=%d\n", p->toram, p->panic, p->check, p->debug);
-	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : step_names[p->break_step]);
+	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : step_name(p->break_step));
 	put(&o, "init=%s\nlayers.wanted=%s\npersist=%s\nverify=%s\n", p->init, p->layer_filter, p->persist, p->verify);
 	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
 	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
@@ -419,10 +409,10 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	    p->persist_result);
 	put(&o, "steps=");
 	for (i = 0; i < S_COUNT; i++)
-		put(&o, "%s%s", i ? "," : "", step_names[i]);
+		put(&o, "%s%s", i ? "," : "", step_name(i));
 	put(&o, "\ndone=");
 	for (i = 0; i < p->done && i < S_COUNT; i++)
-		put(&o, "%s%s", i ? "," : "", step_names[i]);
+		put(&o, "%s%s", i ? "," : "", step_name(i));
 	put(&o, "\n");
 	return o.used;
 }

@@ -180,16 +180,22 @@ static void test_table(void)
 		CHECK(strstr(buf, name) != NULL, "help lists live.%s", key_table[k].name);
 		CHECK(key_table[k].help && key_table[k].help[0], "live.%s has help", key_table[k].name);
 	}
-	/* The documented step names are exactly the ones live.break= accepts. */
+	/* The documented step names are exactly the ones live.break= accepts, one choice per step in order. */
+	CHECK(strstr(buf, "the boot continues when it exits: medium|layers|toram|upper|overlay|switch\n") != NULL,
+	      "help lists the choices of live.break");
 	for (i = 0; i < S_COUNT; i++) {
 		char line[64];
 		struct cmdline c;
 
-		CHECK(strstr(key_table[K_BREAK].help, step_names[i]) != NULL, "break help names %s", step_names[i]);
-		snprintf(line, sizeof(line), "live.break=%s", step_names[i]);
+		CHECK(key_table[K_BREAK].choices[i] != NULL, "a choice for step %d", i);
+		if (!key_table[K_BREAK].choices[i])
+			break;
+		snprintf(line, sizeof(line), "live.break=%s", step_name(i));
 		parse(line, &c);
-		CHECK_STR(c.v[K_BREAK].s, step_names[i]);
+		CHECK_STR(c.v[K_BREAK].s, step_name(i));
+		CHECK(c.v[K_BREAK].choice == i, "live.break=%s is step %d", step_name(i), i);
 	}
+	CHECK(i == S_COUNT && key_table[K_BREAK].choices[S_COUNT] == NULL, "as many live.break choices as steps");
 }
 
 int main(void)

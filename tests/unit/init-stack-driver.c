@@ -79,7 +79,7 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			p.done = i + 1;
 		else
-			msg("step %s failed", step_names[i]);
+			msg("step %s failed", step_name(i));
 	}
 	if (rc == 0 && init_in_root(p.newroot, p.init) == 0)
 		msg("init %s found in %s", p.init, p.newroot);
