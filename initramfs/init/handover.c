@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -110,6 +112,33 @@ static int move_into(const char *what, const char *newroot)
 	return do_mount(what, dst, NULL, MS_MOVE, NULL);
 }
 
+/* Past the point of no return: report, then exit (PID 1: the kernel panics and shows why). */
+static _Noreturn void no_return(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static _Noreturn void no_return(int err, const char *fmt, ...)
+{
+	char what[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vsnprintf(what, sizeof(what), fmt, ap) < 0)
+		what[0] = '\0';
+	va_end(ap);
+	msg("%s: %s", what, strerror(err));
+	msg("the initramfs is already deleted, so there is no rescue shell: PID 1 exits and the kernel panics");
+	exit(1);
+}
+
+/* Undo the first n moves (a later one failed): the rescue shell needs /dev, /proc and /sys where they were. */
+static void move_back(const char *const moves[], size_t n, const char *newroot)
+{
+	char src[PATH_LEN + 16];
+
+	while (n-- > 0)
+		if (snprintf(src, sizeof(src), "%s%s", newroot, moves[n]) >= (int)sizeof(src) ||
+		    mount(src, moves[n], NULL, MS_MOVE, NULL) != 0)
+			msg("move %s back to %s: %s", src, moves[n], strerror(errno));
+}
+
 int handover(const struct plan *p, char *const argv[])
 {
 	static const char *const moves[] = {"/run", "/dev", "/proc", "/sys"};
@@ -117,7 +146,7 @@ int handover(const struct plan *p, char *const argv[])
 	struct statfs sfs;
 	struct stat root_st, new_st;
 	size_t i;
-	int errors = 0, dfd;
+	int errors = 0, dfd, e;
 
 	/* The checks switch_root makes in busybox and klibc, before anything is torn down. */
 	if (stat("/", &root_st) != 0)
@@ -133,23 +162,29 @@ int handover(const struct plan *p, char *const argv[])
 	if (init_in_root(p->newroot, p->init) != 0)
 		return -1;
 	for (i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
-		if (move_into(moves[i], p->newroot) != 0)
+		if (move_into(moves[i], p->newroot) != 0) {
+			move_back(moves, i, p->newroot);
 			return -1;
-	if (chdir(p->newroot) != 0)
-		return fail(errno, "chdir %s", p->newroot);
+		}
+	if (chdir(p->newroot) != 0) {
+		e = errno;
+		move_back(moves, sizeof(moves) / sizeof(moves[0]), p->newroot);
+		return fail(e, "chdir %s", p->newroot);
+	}
+	/* The point of no return: from here on the initramfs' programs (the rescue shell) are being deleted. */
 	dfd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || delete_contents(dfd, root_st.st_dev, &errors) != 0)
 		errors++;
 	if (errors)
 		msg("%d entries of the initramfs could not be deleted (RAM stays in use)", errors);
 	if (mount(".", "/", NULL, MS_MOVE, NULL) != 0)
-		return fail(errno, "move %s onto /", p->newroot);
+		no_return(errno, "move %s onto /", p->newroot);
 	if (chroot(".") != 0)
-		return fail(errno, "chroot %s", p->newroot);
+		no_return(errno, "chroot %s", p->newroot);
 	if (chdir("/") != 0)
-		return fail(errno, "chdir / in the new root");
+		no_return(errno, "chdir / in the new root");
 	msg("switching to %s", p->init);
 	log_handover();
 	execve(p->init, argv, envp);
-	return fail(errno, "exec %s in the new root", p->init);
+	no_return(errno, "exec %s in the new root", p->init);
 }
