@@ -21,7 +21,8 @@ struct seen {
 	char reason[200];
 };
 
-int probe_device(const char *dev, const struct medium_want *want, struct iso_id *id, char *reason, size_t rlen)
+/* One block device: 1 = the wanted medium (id filled), 0 = not it (why in reason). */
+static int probe_device(const char *dev, const struct medium_want *want, struct iso_id *id, char *reason, size_t rlen)
 {
 	unsigned char pvd[PVD_SIZE];
 	ssize_t n;

@@ -20,7 +20,7 @@
 
 /* /sbin/init is usually an absolute symlink (-> /bin/busybox): resolving it from here would look
  * in the initramfs, so the lookup must treat the new root as "/". */
-int init_in_root(const char *root, const char *init)
+int handover_check_init(const char *root, const char *init)
 {
 	struct live_open_how how = {O_PATH | O_CLOEXEC, 0, LIVE_RESOLVE_IN_ROOT};
 	struct stat st;
@@ -159,7 +159,7 @@ int handover(const struct plan *p, char *const argv[])
 		return fail(errno, "statfs /");
 	if ((unsigned long)sfs.f_type != LIVE_RAMFS_MAGIC && (unsigned long)sfs.f_type != LIVE_TMPFS_MAGIC)
 		return fail(EINVAL, "switch root: / is not the initramfs (ramfs/tmpfs), refusing to delete it");
-	if (init_in_root(p->newroot, p->init) != 0)
+	if (handover_check_init(p->newroot, p->init) != 0)
 		return -1;
 	for (i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
 		if (move_into(moves[i], p->newroot) != 0) {

@@ -3,7 +3,7 @@
 #include "plan.h"
 
 /* Whether init exists and is executable inside root (symlinks resolved inside root). */
-int init_in_root(const char *root, const char *init);
+int handover_check_init(const char *root, const char *init);
 /* Move /run /dev /proc /sys into the new root, delete the initramfs, make the new root / and exec its
  * init. Returns only on a failure before the initramfs is touched (-1, fail() set; the mounts moved so far
  * are moved back, so the rescue shell has what it had). Past the point of no return, once the initramfs'

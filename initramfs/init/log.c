@@ -135,7 +135,6 @@ void log_use_fd(int fd)
 }
 
 void log_debug_enable(int on) { debug_on = on; }
-int log_debug_enabled(void) { return debug_on; }
 
 int log_console_names(const char *names[], int max)
 {
@@ -163,14 +162,6 @@ static void write_all(int fd, const char *s, size_t len)
 		s += w;
 		len -= (size_t)w;
 	}
-}
-
-void log_raw(const char *text)
-{
-	int i;
-
-	for (i = 0; i < con_count; i++)
-		write_all(con_fd[i], text, strlen(text));
 }
 
 static void vmsg(const char *fmt, va_list ap)

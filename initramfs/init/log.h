@@ -12,14 +12,11 @@ void log_use_fd(int fd);
 void log_debug_enable(int on);
 /* Before the live system's init runs: the kernel's rate limit on /dev/kmsg writers is put back. */
 void log_handover(void);
-int log_debug_enabled(void);
 /* Names of the active consoles (e.g. "tty0", "ttyS0"); count returned. */
 int log_console_names(const char *names[], int max);
 
 void msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void dbg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Write text as is (already formatted, may hold many lines) to every console. */
-void log_raw(const char *text);
 
 /* The one failure record: the failing function stores what it attempted and errno,
  * returns -1, and main reports it once. */

@@ -76,7 +76,7 @@ int stack_mount_layer(struct plan *p, struct layer *l)
 	/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear. A saved layer
 	 * has no root hash (the boot menu was made before it): it is mounted from its loop device. */
 	if ((l->saved ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) : verity_layer(p, l, dev, sizeof(dev))) != 0 ||
-	    (p->check && check_layer(l, dev) != 0)) {
+	    (p->check && verity_check(l, dev) != 0)) {
 		if (close(lfd) != 0)
 			msg("close /dev/loop%d: %s", l->loop, strerror(errno));
 		return -1;
@@ -182,13 +182,6 @@ static int overlay_fsopen(const struct plan *p, const char *upper, const char *w
 		*fallback = errno == ENOSYS;
 		return fail(errno, "fsopen overlay");
 	}
-#ifdef LIVE_TEST_NO_LOWERDIR_PLUS
-	/* tests/unit/init-stack.sh: the mount(2) path of pre-6.8 kernels, on a host that has the new API */
-	*fallback = 1;
-	if (close(fs) != 0)
-		msg("close overlay fs context: %s", strerror(errno));
-	return fail(EINVAL, "test: lowerdir+ refused");
-#endif
 	for (i = p->nlayers - 1; i >= 0; i--)
 		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", p->layer[i].dir, 0) != 0) {
 			/* "lowerdir+" is 6.8+; older kernels take the option string */

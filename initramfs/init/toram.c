@@ -279,7 +279,7 @@ struct copy {
 	bool direct;
 };
 
-int stack_toram(struct plan *p)
+int toram_copy(struct plan *p)
 {
 	static struct copy c[MAX_LAYERS * 2];
 	char dir[PATH_LEN + 16], medium[PATH_LEN + 16], note[160], opts[64], hopts[96];

@@ -276,7 +276,7 @@ int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
 	return 0;
 }
 
-int check_layer(const struct layer *l, const char *dev)
+int verity_check(const struct layer *l, const char *dev)
 {
 	char what[96];
 	struct progress pr;

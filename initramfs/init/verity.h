@@ -13,5 +13,5 @@
 int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen);
 /* live.check: read all of the layer's device with a progress line; a block that cannot be read
  * (through dm-verity: one that does not match the root hash) fails naming the layer. */
-int check_layer(const struct layer *l, const char *dev);
+int verity_check(const struct layer *l, const char *dev);
 #endif

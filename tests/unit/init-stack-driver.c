@@ -3,9 +3,18 @@
  * line instead of /sys/class/block, /dev, /run/live and /newroot. Everything but the final
  * switch_root, which only PID 1 of an initramfs can do.
  * An optional FSTYPE:DEVICE mounts that device as the medium once discovery has matched the ISO:
- * for build hosts whose kernel has no iso9660. */
+ * for build hosts whose kernel has no iso9660. With INIT_STACK_NO_LOWERDIR_PLUS=1 in the environment,
+ * fsconfig(2) fails with EINVAL (a seccomp filter) as "lowerdir+" does on kernels before 6.8: the overlay
+ * then goes through mount(2). */
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
 #include "cmdline.h"
 #include "discover.h"
@@ -35,6 +44,24 @@ static void save(const struct plan *p)
 		msg("cannot write %s", path);
 }
 
+/* The kernel's answer to fsconfig becomes EINVAL for this process; everything else runs as usual. */
+static int refuse_fsconfig(void)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_fsconfig, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof(f) / sizeof(f[0]), f};
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+		perror("seccomp filter for fsconfig");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static struct cmdline c;
@@ -47,6 +74,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_use_fd(1);
+	if (getenv("INIT_STACK_NO_LOWERDIR_PLUS") && strcmp(getenv("INIT_STACK_NO_LOWERDIR_PLUS"), "1") == 0 &&
+	    refuse_fsconfig() != 0)
+		return 2;
 	cmdline_parse(argv[5], &c, warn_msg, NULL);
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		return 2;
@@ -72,7 +102,7 @@ int main(int argc, char **argv)
 				rc = stack_medium(&p);
 			break;
 		case S_LAYERS: rc = stack_layers(&p); break;
-		case S_TORAM: rc = stack_toram(&p); break;
+		case S_TORAM: rc = toram_copy(&p); break;
 		case S_UPPER: rc = stack_upper(&p); break;
 		case S_OVERLAY: rc = stack_overlay(&p); break;
 		}
@@ -81,7 +111,7 @@ int main(int argc, char **argv)
 		else
 			msg("step %s failed", step_name(i));
 	}
-	if (rc == 0 && init_in_root(p.newroot, p.init) == 0)
+	if (rc == 0 && handover_check_init(p.newroot, p.init) == 0)
 		msg("init %s found in %s", p.init, p.newroot);
 	else if (rc == 0)
 		rc = -1;
