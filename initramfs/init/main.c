@@ -11,6 +11,7 @@
 #include "discover.h"
 #include "handover.h"
 #include "log.h"
+#include "paths.h"
 #include "persist.h"
 #include "plan.h"
 #include "shell.h"
@@ -38,7 +39,7 @@ static int step_overlay(struct plan *p)
 {
 	if (stack_overlay(p) != 0)
 		return -1;
-	return persist_paths_mount(p);
+	return paths_mount(p);
 }
 
 static int step_switch(struct plan *p)

@@ -6,7 +6,4 @@
  * run_live/store and bind its versioned directory on run_live/upper. Without a usable store
  * (none found, off, errors) it says why in one line and falls back to the tmpfs upper. */
 int persist_upper(struct plan *p);
-/* With live.persist.paths: an overlay per path on the new root, its upper in the store. Failures are
- * reported loudly per path and do not stop the boot. */
-int persist_paths_mount(struct plan *p);
 #endif

@@ -27,6 +27,10 @@ struct layer {
 	bool saved;           /* from the store's liveunion-v1/layers/ (liveunion save), not the medium */
 };
 
+/* live.persist= forms. */
+enum persist_kind { PK_AUTO, PK_OFF, PK_LABEL, PK_UUID, PK_PARTUUID, PK_FILE, PK_BAD };
+#define MAX_PATHS 16
+
 /* live.verify= forms. */
 enum verify_mode { VERIFY_NONE, VERIFY_OFF, VERIFY_ON };
 
@@ -45,10 +49,11 @@ struct plan {
 	int break_step; /* S_NONE or the step to stop before */
 	char init[VALUE_MAX];
 	char layer_filter[VALUE_MAX];
-	char persist[VALUE_MAX]; /* persist.c picks the upper from it */
-	char persist_flags[16];  /* "ro", "reset" */
-	char persist_paths[VALUE_MAX]; /* live.persist.paths, then what was used */
-	bool persist_paths_active;     /* the store is mounted and only persist_paths go to it */
+	char persist[VALUE_MAX];     /* live.persist= as written, for the messages */
+	enum persist_kind persist_kind;
+	char persist_arg[VALUE_MAX]; /* what follows LABEL=, UUID=, PARTUUID= or file: */
+	bool persist_ro, persist_reset;
+	char persist_paths[VALUE_MAX]; /* live.persist.paths as written */
 	char verify[VALUE_MAX];
 	enum verify_mode verify_mode;
 
@@ -72,36 +77,15 @@ struct plan {
 	char check_result[200];
 	char toram_result[200];
 	char persist_result[PATH_LEN + 200];
+	int npaths;             /* the store is mounted and only these paths go to it (paths.c) */
+	char paths[MAX_PATHS][PATH_LEN];
 	int done;               /* steps finished, in order */
 };
 
-/* live.persist= forms. */
-enum persist_kind { PK_AUTO, PK_OFF, PK_LABEL, PK_UUID, PK_PARTUUID, PK_FILE, PK_BAD };
 enum persist_kind persist_kind(const char *spec);
-#define MAX_PATHS 16
-/* live.persist.paths (comma or newline separated) -> clean absolute paths, duplicates dropped.
- * Returns how many; a bad entry is skipped and named in err ("" when all were good). */
-int persist_paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size_t elen);
-/* A path as one directory name in the store: "/etc/ssh" -> "etc%2Fssh" (and "%" -> "%25"). -1 if too long. */
-int persist_path_key(const char *path, char *out, size_t len);
 
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);
-/* Choose layers from the file names in live/ (any order); bottom first by name, live.layers= applied.
- * Returns the number chosen, -1 with why in err. Names that are not NN-name.squashfs are skipped.
- * Entries of live.layers= that name none of them go to layers_unknown: they may name a saved layer of
- * the store, which is found later (plan_add_saved); plan_check_filter then refuses what is left. */
-int plan_set_layers(struct plan *p, const char *const files[], int n, char *err, size_t elen);
-/* Saved layers (liveunion save) from the file names in dir (the store's liveunion-v1/layers, any order):
- * added above the layers planned so far, by name, live.layers= applied, marked saved. A name the medium
- * already has, and what MAX_LAYERS leaves no room for, is skipped and named in note. Returns how many
- * were added. */
-int plan_add_saved(struct plan *p, const char *const files[], int n, const char *dir, char *note, size_t nlen);
-/* Remove the saved layers from the plan again (their store could not be used). */
-void plan_drop_saved(struct plan *p);
-/* 0, or -1 with why in err when live.layers= names a layer that is neither on the medium nor saved
- * in the store: a typo must not boot a different system. */
-int plan_check_filter(const struct plan *p, char *err, size_t elen);
 /* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err
  * (not listed, listed twice, not hex). */
 int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen);

@@ -1,11 +1,12 @@
 #ifndef LIVE_SAVED_H
 #define LIVE_SAVED_H
 #include "plan.h"
+#include "store.h"
 
 /* Saved layers (saved.c): what `liveunion save` wrote into a store's liveunion-v1/layers/. */
 
 /* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
- * (plan_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
+ * (layers_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
  * such directory, -1 with fail() set when it cannot be read. */
 int saved_pick(struct plan *p, const char *store_dir);
 /* Attach and mount the planned saved layers; one that fails is said loudly and left out, the boot goes
@@ -14,4 +15,14 @@ int saved_pick(struct plan *p, const char *store_dir);
 int saved_mount(struct plan *p, const char *what);
 /* Unmount them again and take them out of the plan (the store is not used after all). */
 void saved_unmount(struct plan *p);
+/* live.layers= may name a saved layer; once the store has been looked at, a name found nowhere stops the
+ * boot as a typo would have at step layers: -1 with fail() set. */
+int saved_check_filter(const struct plan *p);
+/* The mounted store's saved layers planned (saved_pick, saved_check_filter); -1 when live.layers= names a
+ * layer found nowhere, the store then released (nothing left mounted). */
+int saved_plan(struct plan *p, struct store *s, int loopfd);
+/* The upper step of live.persist=off: the store is still where saved layers come from ("reboot without
+ * persistence" keeps what was saved). Looked for as auto does (the boot disk only: a stranger's stick never
+ * supplies layers), mounted read-only without a journal replay, never written; the upper is a tmpfs. */
+int saved_only_boot(struct plan *p);
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kapi.h"
+#include "layers.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
@@ -124,7 +125,7 @@ int stack_layers(struct plan *p)
 	if (closedir(d) != 0)
 		return fail(errno, "close %s", live);
 	qsort(list, (size_t)n, sizeof(list[0]), by_name);
-	if (plan_set_layers(p, list, n, err, sizeof(err)) < 0)
+	if (layers_choose(p, list, n, err, sizeof(err)) < 0)
 		return fail(ENOENT, "choose layers in %s: %s", live, err);
 	if (p->layers_excluded[0])
 		msg("live.layers=%s leaves out: %s", p->layer_filter, p->layers_excluded);

@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -148,18 +149,25 @@ static int list_block(const char *disk, char names[][DISK_NAME_LEN], int max)
 	return 0;
 }
 
-int store_find(const struct plan *p, const char *spec, struct store *s, int *loopfd, char *why, size_t wlen)
+int store_dirs(const struct plan *p, struct store *s)
+{
+	if (path_fmt(s->dir, sizeof(s->dir), "%s/store", p->run_live) != 0 ||
+	    path_fmt(s->host, sizeof(s->host), "%s/store-host", p->run_live) != 0 || mkdir_p(s->dir, 0755) != 0 ||
+	    mkdir_p(s->host, 0755) != 0)
+		return -1;
+	return 0;
+}
+
+int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen)
 {
 	static char names[MAX_PARTS * 2][DISK_NAME_LEN];
 	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8];
+	const char *spec = p->persist, *want = p->persist_arg;
 	struct sb sb;
 	int n, i;
 
-	enum persist_kind kind = persist_kind(spec);
-
 	*loopfd = -1;
 	if (kind == PK_LABEL || kind == PK_UUID || kind == PK_PARTUUID) {
-		const char *want = strchr(spec, '=') + 1;
 		char pu[40];
 		unsigned waited = 0; /* quarter seconds: a named stick may be enumerated after the medium */
 
@@ -209,12 +217,64 @@ int store_find(const struct plan *p, const char *spec, struct store *s, int *loo
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if ((*loopfd = image_on(dev, kind == PK_FILE ? spec + 5 : STORE_FILE, s)) >= 0)
+		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, s)) >= 0)
 			return 1;
 	}
 	if (kind == PK_FILE)
-		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", spec + 5, disk);
+		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", want, disk);
 	else
 		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_FILE " on /dev/%s", disk);
 	return 0;
+}
+
+#define E2FSCK "/sbin/e2fsck"
+
+static int run(const char *const argv[])
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* -n first: it never writes, so a store with errors stays byte for byte as it was. Only a
+ * journal that needs replaying (the normal state after a power cut) gets e2fsck -p. */
+int store_check(const struct store *s)
+{
+	const char *const ncheck[] = {E2FSCK, "-n", s->dev, NULL}, *const pcheck[] = {E2FSCK, "-p", s->dev, NULL};
+	struct sb sb;
+	int rc;
+
+	if (access(E2FSCK, X_OK) != 0) {
+		msg("persistence: %s: no " E2FSCK " in the initramfs, so the store cannot be checked", s->what);
+		return -1;
+	}
+	if (store_read_sb(s->dev, &sb) != 0)
+		return -1;
+	rc = run(sb.recover && !s->ro ? pcheck : ncheck);
+	if (rc == 0 || (sb.recover && !s->ro && rc < 4))
+		return 0;
+	msg("persistence: %s: e2fsck %s exit %d: errors that need a human (run e2fsck %s by hand); the store is "
+	    "left untouched and not mounted, changes go to tmpfs", s->what, sb.recover && !s->ro ? "-p" : "-n", rc,
+	    s->dev);
+	return -1;
+}
+
+void store_release(struct store *s, int loopfd, bool mounted)
+{
+	if (mounted && umount(s->dir) != 0)
+		msg("umount %s: %s", s->dir, strerror(errno));
+	if (loopfd >= 0 && close(loopfd) != 0)
+		msg("close %s: %s", s->dev, strerror(errno));
+	if (loopfd >= 0 && umount(s->host) != 0 && errno != EINVAL)
+		msg("umount %s: %s", s->host, strerror(errno));
 }

@@ -26,11 +26,20 @@ struct store {
 	bool ro;
 };
 
+/* s->dir (run_live/store, where the store is mounted) and s->host (where a FAT holding an image file is)
+ * made; 0, or -1 with fail() set. */
+int store_dirs(const struct plan *p, struct store *s);
 /* The ext2/3/4 superblock of dev: s->ext 0 when it is none. -1 when dev cannot be read. */
 int store_read_sb(const char *dev, struct sb *s);
-/* Find the store spec (live.persist=, or "auto" for live.persist=off's saved layers) asks for: 1 found
+/* Find the store of kind (live.persist=, or auto for live.persist=off's saved layers; the name or file
+ * from p->persist_arg): 1 found
  * (s->dev, s->what set), 0 not (why in why). An image file is attached to a loop device (read-only
  * when s->ro) whose fd goes to *loopfd (else -1): close it once the store is mounted. auto and file:
  * look only at the disk p->device is on. */
-int store_find(const struct plan *p, const char *spec, struct store *s, int *loopfd, char *why, size_t wlen);
+int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen);
+/* e2fsck of the found store: -n, or -p for a journal to replay when writable. 0 when it may be mounted;
+ * else -1, said on the console (a store with errors is left untouched). */
+int store_check(const struct store *s);
+/* Undo store_find and the mount: the loop device of an image file, the FAT it is on. */
+void store_release(struct store *s, int loopfd, bool mounted);
 #endif

@@ -100,18 +100,6 @@ int path_fmt(char *buf, size_t len, const char *fmt, ...)
 	return 0;
 }
 
-void text_fmt(char *buf, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (len == 0)
-		return;
-	va_start(ap, fmt);
-	if (vsnprintf(buf, len, fmt, ap) < 0)
-		buf[0] = '\0';
-	va_end(ap);
-}
-
 int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,
 		   char *why, size_t wlen)
 {

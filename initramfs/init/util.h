@@ -2,6 +2,8 @@
 #define LIVE_UTIL_H
 #include <sys/types.h>
 
+#include "text.h"
+
 /* mkdir -p; 0 or -1 with fail() set. */
 int mkdir_p(const char *path, mode_t mode);
 /* mount(2) that records "mount TYPE SRC on DIR" on failure. */
@@ -13,8 +15,6 @@ int read_meminfo(const char *path, unsigned long long *total, unsigned long long
 /* snprintf for paths and mount options: truncation is an error (fail() set, -1), never a
  * shorter path that names something else. */
 int path_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* snprintf for message text: a truncated message is still useful, so it only terminates. */
-void text_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Whether the file open on fd (bytes long) lies on its device as one run of blocks in file order: the
  * kernel's block map (FIBMAP) is asked at the first and last block of every step bytes (where its file
  * system may jump: a FAT cluster, a copy chunk; 0 or a step that is not whole blocks: every block).

@@ -1,8 +1,10 @@
-/* Unit tests: medium matching (medium.c) and command line + facts -> plan (plan.c). */
+/* Unit tests: medium matching (medium.c), command line + facts -> plan (plan.c), choosing layers (layers.c), persistent paths (paths.c). */
 #include <stdlib.h>
 
 #include "cmdline.h"
+#include "layers.h"
 #include "medium.h"
+#include "paths.h"
 #include "plan.h"
 #include "init-test.h"
 
@@ -121,7 +123,7 @@ static void test_layers(void)
 	char err[256], buf[8192];
 
 	make("", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 3, "three layers: %s", err);
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 3, "three layers: %s", err);
 	CHECK_STR(p.layer[0].name, "10-base");
 	CHECK_STR(p.layer[1].name, "15-tools");
 	CHECK_STR(p.layer[2].name, "20-desktop");
@@ -134,47 +136,47 @@ static void test_layers(void)
 	CHECK(strstr(buf, "\nlayers=10-base,15-tools,20-desktop\n") != NULL, "layers bottom first");
 
 	make("live.layers=20-desktop,10-base", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 2, "filtered: %s", err);
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2, "filtered: %s", err);
 	CHECK_STR(p.layer[0].name, "10-base");
 	CHECK_STR(p.layer[1].name, "20-desktop");
 
 	make("live.layers=10-base,99-missing", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1, "a name the medium lacks may be a saved layer");
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1, "missing named layer is an error");
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1, "a name the medium lacks may be a saved layer");
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1, "missing named layer is an error");
 	CHECK(strstr(err, "99-missing") != NULL, "error names it: %s", err);
 
 	make("", &p);
-	CHECK(plan_set_layers(&p, files + 1, 1, err, sizeof(err)) == -1 && strstr(err, "no live/NN-name.squashfs"),
+	CHECK(layers_choose(&p, files + 1, 1, err, sizeof(err)) == -1 && strstr(err, "no live/NN-name.squashfs"),
 	      "no layers: %s", err);
 
 	/* -name leaves one out of all; with a number or without */
 	make("live.layers=-15-tools", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 2, "excluded: %s", err);
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2, "excluded: %s", err);
 	CHECK_STR(p.layer[0].name, "10-base");
 	CHECK_STR(p.layer[1].name, "20-desktop");
 	CHECK_STR(p.layers_excluded, "15-tools");
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.saved=\nlayers.excluded=15-tools\n") != NULL, "plan names both: %s", buf);
 	make("live.layers=-desktop,-tools", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
 	      "two excluded by name without number: %s", err);
 	CHECK(strstr(p.layers_excluded, "15-tools") && strstr(p.layers_excluded, "20-desktop"), "both named: %s",
 	      p.layers_excluded);
 	make("live.layers=base,desktop,-desktop", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
 	      "exclude wins over include: %s", err);
 	make("live.layers=-99-gone", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 3, "every medium layer: %s", err);
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 3, "every medium layer: %s", err);
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
 	      "excluding a layer that is not there is an error: %s", err);
 	make("live.layers=-desktop", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == 2 && plan_check_filter(&p, err, sizeof(err)) == 0,
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2 && layers_check_filter(&p, err, sizeof(err)) == 0,
 	      "a name that is there passes the check: %s", err);
 	make("live.layers=-10-base,-15-tools,-20-desktop", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
 	      "all excluded: %s", err);
 	make("live.layers=esktop", &p);
-	CHECK(plan_set_layers(&p, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
+	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
 }
 
 /* liveunion save's layers from the store: above the medium's, by name, live.layers= applied both ways. */
@@ -186,8 +188,8 @@ static void test_saved(void)
 	char err[300], note[300], buf[16384];
 
 	make("", &p);
-	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(plan_add_saved(&p, saved, 5, "/run/live/store/liveunion-v1/layers", note, sizeof(note)) == 2,
+	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_add_saved(&p, saved, 5, "/run/live/store/liveunion-v1/layers", note, sizeof(note)) == 2,
 	      "two saved layers: %s", note);
 	CHECK(p.nlayers == 4 && p.nsaved == 2, "four in all: %d %d", p.nlayers, p.nsaved);
 	CHECK_STR(p.layer[1].name, "20-desktop");
@@ -201,32 +203,32 @@ static void test_saved(void)
 	CHECK(strstr(buf, "\nlayers=10-base,20-desktop,30-older,31-mine\nlayers.saved=30-older,31-mine\n") != NULL &&
 	      strstr(buf, "\nlayer.31-mine.from=store\n") != NULL && !strstr(buf, "layer.20-desktop.from"),
 	      "plan names them: %s", buf);
-	plan_drop_saved(&p);
+	layers_drop_saved(&p);
 	CHECK(p.nlayers == 2 && p.nsaved == 0, "dropped again");
 
 	/* -name leaves a saved layer out; the name is known once the store was looked at */
 	make("live.layers=-mine", &p);
-	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1, "before the store: unknown");
-	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[2].name, "30-older") == 0,
+	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1, "before the store: unknown");
+	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[2].name, "30-older") == 0,
 	      "31-mine left out: %s", p.layer[2].name);
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == 0, "after: known: %s", err);
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == 0, "after: known: %s", err);
 	CHECK_STR(p.layers_excluded, "31-mine");
 
 	/* an include list keeps only the saved layers it names */
 	make("live.layers=base,older", &p);
-	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
-	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[1].name, "30-older") == 0,
+	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
+	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[1].name, "30-older") == 0,
 	      "only 30-older");
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == 0, "all names found: %s", err);
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == 0, "all names found: %s", err);
 	CHECK(strstr(p.layers_excluded, "20-desktop") && strstr(p.layers_excluded, "31-mine"), "excluded: %s",
 	      p.layers_excluded);
 
 	/* a typo stays a typo with a store */
 	make("live.layers=-mien", &p);
-	CHECK(plan_set_layers(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(plan_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
-	CHECK(plan_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") && strstr(err, "liveunion-v1/layers"),
+	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") && strstr(err, "liveunion-v1/layers"),
 	      "typo refused: %s", err);
 }
 
@@ -244,8 +246,8 @@ static void test_saved_limit(void)
 		files[i] = names[i];
 	}
 	make("", &p);
-	CHECK(plan_set_layers(&p, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
-	CHECK(plan_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS,
+	CHECK(layers_choose(&p, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
+	CHECK(layers_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS,
 	      "one fits: %d", p.nlayers);
 	CHECK(strstr(note, "99-b (no room") != NULL, "the other is named: %s", note);
 }
@@ -263,9 +265,9 @@ static void test_many_layers(void)
 		files[i] = names[i];
 	}
 	make("", &p);
-	CHECK(plan_set_layers(&p, files, 50, err, sizeof(err)) == 50, "50 layers: %s", err);
-	CHECK(plan_set_layers(&p, files, MAX_LAYERS, err, sizeof(err)) == MAX_LAYERS, "MAX_LAYERS layers: %s", err);
-	CHECK(plan_set_layers(&p, files, MAX_LAYERS + 1, err, sizeof(err)) == -1 && strstr(err, "more than"),
+	CHECK(layers_choose(&p, files, 50, err, sizeof(err)) == 50, "50 layers: %s", err);
+	CHECK(layers_choose(&p, files, MAX_LAYERS, err, sizeof(err)) == MAX_LAYERS, "MAX_LAYERS layers: %s", err);
+	CHECK(layers_choose(&p, files, MAX_LAYERS + 1, err, sizeof(err)) == -1 && strstr(err, "more than"),
 	      "one more is refused: %s", err);
 }
 
@@ -304,7 +306,7 @@ static void test_toram(void)
 	char note[200], err[100];
 
 	make("live.toram", &p);
-	CHECK(plan_set_layers(&p, files, 1, err, sizeof(err)) == 1, "layer");
+	CHECK(layers_choose(&p, files, 1, err, sizeof(err)) == 1, "layer");
 	p.layer[0].bytes = 100ULL << 20;
 	CHECK(plan_toram_fits(&p, note, sizeof(note)), "100 MiB fits into 800 MiB: %s", note);
 	p.layer[0].bytes = 750ULL << 20;
@@ -326,27 +328,42 @@ static void test_persist(void)
 	CHECK(persist_kind("LABEL=") == PK_BAD && persist_kind("file:") == PK_BAD, "empty value is bad");
 	CHECK(persist_kind("sdb3") == PK_BAD && persist_kind("on") == PK_BAD, "unknown form is bad");
 
-	n = persist_paths_parse("/home,/etc/ssh//,/home/", paths, MAX_PATHS, err, sizeof(err));
+	n = paths_parse("/home,/etc/ssh//,/home/", paths, MAX_PATHS, err, sizeof(err));
 	CHECK(n == 2, "two paths, duplicate dropped: %d", n);
 	CHECK_STR(paths[0], "/home");
 	CHECK_STR(paths[1], "/etc/ssh");
 	CHECK_STR(err, "");
-	n = persist_paths_parse("/home\n/var/lib/x\n", paths, MAX_PATHS, err, sizeof(err));
+	n = paths_parse("/home\n/var/lib/x\n", paths, MAX_PATHS, err, sizeof(err));
 	CHECK(n == 2 && strcmp(paths[1], "/var/lib/x") == 0, "newline separated (the store's file)");
-	n = persist_paths_parse("home,/,/run/x,/proc,/a/../etc,/ok,/devices", paths, MAX_PATHS, err, sizeof(err));
+	n = paths_parse("home,/,/run/x,/proc,/a/../etc,/ok,/devices", paths, MAX_PATHS, err, sizeof(err));
 	CHECK(n == 2 && strcmp(paths[0], "/ok") == 0 && strcmp(paths[1], "/devices") == 0, "only good ones: %d", n);
 	CHECK(strstr(err, "'home'") && strstr(err, "'/'") && strstr(err, "'/run/x'") && strstr(err, "'/proc'") &&
 	      strstr(err, "'/a/../etc'"), "bad ones named: %s", err);
 
-	CHECK(persist_path_key("/etc/ssh", key, sizeof(key)) == 0, "key");
+	CHECK(paths_key("/etc/ssh", key, sizeof(key)) == 0, "key");
 	CHECK_STR(key, "etc%2Fssh");
-	CHECK(persist_path_key("/a%b", key, sizeof(key)) == 0 && strcmp(key, "a%25b") == 0, "%% escaped: %s", key);
-	CHECK(persist_path_key("/abcdef", key, 4) == -1, "too long refused");
+	CHECK(paths_key("/a%b", key, sizeof(key)) == 0 && strcmp(key, "a%25b") == 0, "%% escaped: %s", key);
+	CHECK(paths_key("/abcdef", key, 4) == -1, "too long refused");
 
 	make("live.persist=LABEL=mine live.persist.paths=/home live.persist.ro", &p);
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\npersist=LABEL=mine\n") && strstr(buf, "\npersist.paths=/home\n") &&
 	      strstr(buf, "\npersist.flags=ro\n"), "plan records persistence: %s", buf);
+	/* parsed once: the kind, its argument and the flags are in the plan as such */
+	CHECK(p.persist_kind == PK_LABEL && strcmp(p.persist_arg, "mine") == 0 && p.persist_ro && !p.persist_reset,
+	      "LABEL= parsed: %d '%s'", p.persist_kind, p.persist_arg);
+	make("live.persist=file:/dir/x.img live.persist.reset live.persist.ro", &p);
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(p.persist_kind == PK_FILE && strcmp(p.persist_arg, "/dir/x.img") == 0 && p.persist_reset,
+	      "file: parsed: %d '%s'", p.persist_kind, p.persist_arg);
+	CHECK(strstr(buf, "\npersist.flags=ro,reset\n") != NULL, "both flags printed: %s", buf);
+	make("live.persist=PARTUUID=1234-02", &p);
+	CHECK(p.persist_kind == PK_PARTUUID && strcmp(p.persist_arg, "1234-02") == 0 && !p.persist_ro,
+	      "PARTUUID= parsed: '%s'", p.persist_arg);
+	make("live.persist=off", &p);
+	CHECK(p.persist_kind == PK_OFF && p.persist_arg[0] == '\0', "off has no argument");
+	make("live.persist=LABEL=", &p);
+	CHECK(p.persist_kind == PK_BAD, "LABEL= without a name is bad");
 }
 
 int main(void)

@@ -12,9 +12,10 @@ pass=0 fail=0
 CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -I"$SRC")
 
 for t in cmdline plan disk; do
-	case $t in # the pure parts; disk.c with what it logs through
-	disk) srcs=("$SRC/disk.c" "$SRC/util.c" "$SRC/log.c") ;;
-	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/medium.c") ;;
+	case $t in # what each test links: the planning parts, disk.c; with what they log through
+	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/text.c"
+		"$SRC/util.c" "$SRC/log.c") ;;
 	esac
 	for mode in plain asan; do
 		extra=()
