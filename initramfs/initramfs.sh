@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# Build-host stage: initramfs/init/*.c (musl, static) + Debian busybox-static -> out/initramfs.img.
+# Build-host stage: initramfs/init/*.c (musl, static, by initramfs/init/Makefile) + Debian busybox-static
+# -> out/initramfs.img.
 # Sourced by build.sh, which provides log, die, hash_of, stage_done, stage_mark, OUT, TOP,
 # SOURCE_DATE_EPOCH, LIVEUNION_VERSION. Everything the image holds is listed in one place:
 # initramfs_list below (the boot-time users of each entry are the init and its rescue shell).
@@ -8,8 +9,6 @@ INITRAMFS_BUSYBOX=${INITRAMFS_BUSYBOX:-/bin/busybox}
 # The persistence store is checked at boot (init/persist.c) with Debian's e2fsck: the static build
 # (package e2fsck-static) is about 0.5 MiB smaller in the image than /sbin/e2fsck with its glibc libraries.
 INITRAMFS_E2FSCK=${INITRAMFS_E2FSCK:-/sbin/e2fsck.static}
-INITRAMFS_CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -Os -s
-	-ffunction-sections -fdata-sections "-Wl,--gc-sections")
 
 # initramfs_gen_cpio: the kernel's own gen_init_cpio, from the kernel stage; built from the
 # kernel source when that stage did not provide it (e.g. an older kernel stage).
@@ -64,12 +63,11 @@ initramfs_e2fsck_list() {
 	done
 }
 
+# initramfs_build_init DIR: DIR/init through initramfs/init/Makefile, where the C flags are defined.
 initramfs_build_init() {
-	local dst=$1
-	mkdir -p "$(dirname "$dst")"
-	musl-gcc "${INITRAMFS_CFLAGS[@]}" -DLIVEUNION_VERSION="\"$LIVEUNION_VERSION\"" \
-		-o "$dst.tmp" "$TOP"/initramfs/init/*.c || die "cannot compile the init (initramfs/init/*.c)"
-	mv "$dst.tmp" "$dst"
+	local dir=$1
+	make -s -C "$TOP/initramfs/init" O="$dir" VERSION="$LIVEUNION_VERSION" image ||
+		die "cannot compile the init (initramfs/init/*.c, with initramfs/init/Makefile)"
 }
 
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
@@ -88,7 +86,7 @@ stage_initramfs() {
 		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
 		return 0
 	fi
-	initramfs_build_init "$dir/init"
+	initramfs_build_init "$dir"
 	list=$dir/list
 	initramfs_list "$dir/init" "$INITRAMFS_BUSYBOX" >"$list.tmp" || die "cannot write the cpio list"
 	mv "$list.tmp" "$list"

@@ -43,7 +43,8 @@ trap 'teardown; rm -rf "$tmp"' EXIT
 
 mkdir -p "$B"
 # static: the driver runs chrooted into a root that holds nothing else
-gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -I"$SRC" -o "$B/init-handover-driver" \
+read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)" # the init's own flags (its Makefile)
+gcc "${LIVE_CFLAGS[@]}" -static -I"$SRC" -o "$B/init-handover-driver" \
 	"$TOP/tests/unit/init-handover-driver.c" "$SRC/handover.c" "$SRC/log.c" "$SRC/util.c" "$SRC/text.c"
 
 # A fresh fake initramfs; $view shows its own contents (a plain bind: no submounts) after the hand-over.

@@ -56,7 +56,8 @@ trap cleanup EXIT
 
 mkdir -p "$B"
 mapfile -t init_srcs < <(printf '%s\n' "$SRC"/*.c | grep -v '/main\.c$')
-gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -I"$SRC" -o "$B/init-stack-driver" \
+read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)" # the init's own flags (its Makefile)
+gcc "${LIVE_CFLAGS[@]}" -I"$SRC" -o "$B/init-stack-driver" \
 	"$TOP/tests/unit/init-stack-driver.c" "${init_srcs[@]}"
 
 # The medium: two layers; 20-extra overrides a file of 10-base.

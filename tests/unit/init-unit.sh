@@ -9,7 +9,9 @@ B=$OUT/tests/init-unit
 SRC=$TOP/initramfs/init
 mkdir -p "$B"
 pass=0 fail=0
-CFLAGS=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -g -I"$SRC")
+# the init's own flags (its Makefile defines them), with debug information for the tests
+read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
+CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
 
 for t in cmdline plan disk; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
@@ -43,7 +45,7 @@ for t in cmdline plan disk; do
 done
 
 # The whole init must also build for the host (it is how init-stack.sh runs it) and with musl.
-if gcc "${CFLAGS[@]}" -o "$B/init-host" "$SRC"/*.c && "$B/init-host" --help-keys >"$B/keys.txt" &&
+if make -s -C "$SRC" O="$B" host && "$B/init-host" --help-keys >"$B/keys.txt" &&
 	[ "$(grep -c '^live\.' "$B/keys.txt")" -eq "$(grep -c '^	\[K_[A-Z]*\] = {' "$SRC/cmdline.c")" ]; then
 	pass=$((pass + 1))
 	echo "ok: init builds on the host; --help-keys lists every key of the table"
@@ -52,9 +54,9 @@ else
 	echo "FAIL: host build of the init or --help-keys"
 fi
 if command -v musl-gcc >/dev/null; then
-	if musl-gcc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -static -Os -o "$B/init-musl" "$SRC"/*.c; then
+	if make -s -C "$SRC" O="$B" image; then
 		pass=$((pass + 1))
-		echo "ok: init builds with musl-gcc -static"
+		echo "ok: init builds with musl-gcc -static (the image's recipe)"
 	else
 		fail=$((fail + 1))
 		echo "FAIL: musl build of the init"
