@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Every live.* key the init understands. The README's parameter list is generated from
- * `init --help-keys`, which prints exactly this table. */
 /* The boot steps in their order (enum step_id): live.break= stops before one. */
 static const char *const break_choices[] = {"medium", "layers", "toram", "upper", "overlay", "switch", NULL};
 
+/* Every live.* key the init understands. The README's parameter list is generated from
+ * `init --help-keys`, which prints exactly this table (kept as written: one key per entry). */
+/* clang-format off */
 const struct key_def key_table[K_COUNT] = {
 	[K_MEDIUM] = {"medium", T_MEDIUM, "LABEL=LIVEUNION",
 		"boot medium: UUID=<16 digits of the ISO9660 modification date, hyphens ignored> or LABEL=<volume id>", 0, NULL},
@@ -40,9 +41,10 @@ const struct key_def key_table[K_COUNT] = {
 		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
 		"liveunion-v1/paths.conf (one per line), else everything persists", 0, NULL},
 };
+/* clang-format on */
 
 static const char *const type_names[] = {
-	[T_FLAG] = "flag", [T_UINT] = "uint", [T_SIZE] = "size", [T_STRING] = "string",
+	[T_FLAG] = "flag", [T_UINT] = "uint", [T_SIZE] = "size",     [T_STRING] = "string",
 	[T_ENUM] = "enum", [T_PATH] = "path", [T_MEDIUM] = "medium",
 };
 
@@ -67,9 +69,12 @@ int parse_size(const char *s, struct size_spec *out)
 	}
 	if (*p != '\0') {
 		switch (*p) {
-		case 'k': case 'K': mul = 1ULL << 10; break;
-		case 'm': case 'M': mul = 1ULL << 20; break;
-		case 'g': case 'G': mul = 1ULL << 30; break;
+		case 'k':
+		case 'K': mul = 1ULL << 10; break;
+		case 'm':
+		case 'M': mul = 1ULL << 20; break;
+		case 'g':
+		case 'G': mul = 1ULL << 30; break;
 		default: return -1;
 		}
 		if (p[1] != '\0')
@@ -295,7 +300,8 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 			for (i = 0; i + 1 < sizeof(name) && tok[i] && tok[i] != '='; i++)
 				name[i] = tok[i];
 			name[i] = '\0';
-			warnf(out, warn, ctx, "%s: value too long (at most %d characters), ignored", name, VALUE_MAX - 1);
+			warnf(out, warn, ctx, "%s: value too long (at most %d characters), ignored", name,
+			      VALUE_MAX - 1);
 			continue;
 		}
 		apply(out, tok, warn, ctx);

@@ -25,11 +25,11 @@ enum key_id {
 };
 
 struct key_def {
-	const char *name;  /* without the "live." prefix */
+	const char *name; /* without the "live." prefix */
 	enum key_type type;
-	const char *def;   /* default as it would be written on the command line */
-	const char *help;  /* one line */
-	unsigned long long max; /* T_UINT: largest accepted value */
+	const char *def;            /* default as it would be written on the command line */
+	const char *help;           /* one line */
+	unsigned long long max;     /* T_UINT: largest accepted value */
 	const char *const *choices; /* T_ENUM: the accepted names, NULL-terminated (help lists them) */
 };
 
@@ -43,12 +43,12 @@ struct size_spec {
 };
 
 struct value {
-	bool set;          /* given on the command line and valid */
-	bool flag;         /* T_FLAG */
-	unsigned long long u; /* T_UINT */
+	bool set;              /* given on the command line and valid */
+	bool flag;             /* T_FLAG */
+	unsigned long long u;  /* T_UINT */
 	struct size_spec size; /* T_SIZE */
-	int choice;        /* T_ENUM: index in the key's choices, -1 when empty */
-	char s[VALUE_MAX]; /* T_STRING, T_ENUM, T_PATH, T_MEDIUM (and the text of every type) */
+	int choice;            /* T_ENUM: index in the key's choices, -1 when empty */
+	char s[VALUE_MAX];     /* T_STRING, T_ENUM, T_PATH, T_MEDIUM (and the text of every type) */
 };
 
 struct cmdline {

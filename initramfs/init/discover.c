@@ -116,7 +116,8 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 		dbg("%s: no MBR", name);
 		return 0;
 	}
-	if (!mbr_has_entries(mbr) || snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(d = opendir(path)))
+	if (!mbr_has_entries(mbr) || snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) ||
+	    !(d = opendir(path)))
 		return 0;
 	while ((e = readdir(d)) != NULL) {
 		char node[PATH_LEN];
@@ -124,7 +125,8 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 		if (strncmp(e->d_name, name, nl) != 0 || e->d_name[nl] == '\0')
 			continue;
 		listed = 1;
-		if (snprintf(node, sizeof(node), "%s/%s", devdir, e->d_name) < (int)sizeof(node) && access(node, F_OK) != 0)
+		if (snprintf(node, sizeof(node), "%s/%s", devdir, e->d_name) < (int)sizeof(node) &&
+		    access(node, F_OK) != 0)
 			missing = 1;
 		/* appeared after this round listed the devices: the next round probes it first */
 		for (i = 0; i < nseen && strcmp(seen[i].name, e->d_name) != 0; i++)
@@ -164,9 +166,11 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, s
 		if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
 			static int deferred;
 
-			if (deferred < PARTSCAN_ROUNDS && partitions_pending(sysblock, devdir, seen[i].name, dev, seen, n)) {
+			if (deferred < PARTSCAN_ROUNDS &&
+			    partitions_pending(sysblock, devdir, seen[i].name, dev, seen, n)) {
 				deferred++;
-				text_fmt(seen[i].reason, sizeof(seen[i].reason), "matches, waiting for its partitions to appear");
+				text_fmt(seen[i].reason, sizeof(seen[i].reason),
+					 "matches, waiting for its partitions to appear");
 				dbg("%s: %s", seen[i].name, seen[i].reason);
 				continue;
 			}
@@ -202,7 +206,8 @@ int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
 		if (r < 0)
 			return -1;
 		if (r == 1) {
-			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, p->device, p->id.label, p->id.uuid);
+			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, p->device, p->id.label,
+			    p->id.uuid);
 			return 0;
 		}
 		/* Both bounds: the clock, and the number of rounds in case the clock misbehaves. */

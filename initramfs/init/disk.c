@@ -11,9 +11,18 @@
 #include "log.h"
 #include "util.h"
 
-unsigned le16(const unsigned char *b) { return (unsigned)b[0] | (unsigned)b[1] << 8; }
-unsigned long le32(const unsigned char *b) { return le16(b) | (unsigned long)le16(b + 2) << 16; }
-unsigned long long le64(const unsigned char *b) { return le32(b) | (unsigned long long)le32(b + 4) << 32; }
+unsigned le16(const unsigned char *b)
+{
+	return (unsigned)b[0] | (unsigned)b[1] << 8;
+}
+unsigned long le32(const unsigned char *b)
+{
+	return le16(b) | (unsigned long)le16(b + 2) << 16;
+}
+unsigned long long le64(const unsigned char *b)
+{
+	return le32(b) | (unsigned long long)le32(b + 4) << 32;
+}
 
 bool disk_is_partition(const char *sysblock, const char *name)
 {
@@ -32,7 +41,8 @@ int disk_of(const char *sysblock, const char *dev, char *disk, size_t len)
 	if (!disk_is_partition(sysblock, name))
 		return 0;
 	/* sysfs puts a partition's directory inside its disk's */
-	if (snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) || !(real = realpath(path, NULL)))
+	if (snprintf(path, sizeof(path), "%s/%s", sysblock, name) >= (int)sizeof(path) ||
+	    !(real = realpath(path, NULL)))
 		return -1;
 	slash = strrchr(real, '/');
 	if (slash) {
@@ -45,7 +55,10 @@ int disk_of(const char *sysblock, const char *dev, char *disk, size_t len)
 	return slash ? 0 : -1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
 
 int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *sysblock, const char *name),
 	      char names[][DISK_NAME_LEN], int max)
@@ -125,7 +138,8 @@ int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, c
 	    memcmp(gpt, "EFI PART", 8) == 0) {
 		unsigned long long at = le64(gpt + 72) * lbs + (partn - 1) * le32(gpt + 84);
 
-		if (partn > le32(gpt + 80) || le32(gpt + 84) < 128 || pread(fd, e, sizeof(e), (off_t)at) != (ssize_t)sizeof(e))
+		if (partn > le32(gpt + 80) || le32(gpt + 84) < 128 ||
+		    pread(fd, e, sizeof(e), (off_t)at) != (ssize_t)sizeof(e))
 			goto out;
 		text_fmt(out, len, "%08lx-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", le32(e + 16), le16(e + 20),
 			 le16(e + 22), e[24], e[25], e[26], e[27], e[28], e[29], e[30], e[31]);

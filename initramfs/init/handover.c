@@ -55,7 +55,9 @@ int handover_check_init(const char *root, const char *init)
 		return fail(errno, "fork to check %s", init);
 	if (pid == 0)
 		_exit(chroot(root) == 0 && chdir("/") == 0 && stat(init, &st) == 0 && S_ISREG(st.st_mode) &&
-		      (st.st_mode & 0111) ? 0 : 1);
+				      (st.st_mode & 0111) ?
+			      0 :
+			      1);
 	while (waitpid(pid, &e, 0) < 0)
 		if (errno != EINTR)
 			return fail(errno, "wait for the check of %s", init);

@@ -109,7 +109,8 @@ int layers_choose(struct plan *p, const char *const files[], int n, char *err, s
 			return text_err(err, elen, "more than %d layers", MAX_LAYERS);
 		l = &p->layer[count++];
 		layer_init(l, stem);
-		if (snprintf(l->file, sizeof(l->file), "%s/medium/live/%s", p->run_live, files[i]) >= (int)sizeof(l->file) ||
+		if (snprintf(l->file, sizeof(l->file), "%s/medium/live/%s", p->run_live, files[i]) >=
+			    (int)sizeof(l->file) ||
 		    snprintf(l->hash_file, sizeof(l->hash_file), "%s/medium/live/%s.verity", p->run_live, stem) >=
 			    (int)sizeof(l->hash_file) ||
 		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir))
@@ -162,7 +163,8 @@ int layers_add_saved(struct plan *p, const char *const files[], int n, const cha
 		for (j = 0; j < p->nlayers; j++)
 			dup |= strcmp(p->layer[j].name, stem) == 0;
 		if (dup || p->nlayers == MAX_LAYERS) {
-			note_add(note, nlen, stem, dup ? "a medium layer has that name" : "no room: " MAX_LAYERS_TEXT " layers");
+			note_add(note, nlen, stem,
+				 dup ? "a medium layer has that name" : "no room: " MAX_LAYERS_TEXT " layers");
 			continue;
 		}
 		l = &p->layer[p->nlayers];

@@ -134,7 +134,10 @@ void log_use_fd(int fd)
 	kmsg_fd = -1;
 }
 
-void log_debug_enable(int on) { debug_on = on; }
+void log_debug_enable(int on)
+{
+	debug_on = on;
+}
 
 int log_console_names(const char *names[], int max)
 {
@@ -227,8 +230,14 @@ int fail(int err, const char *fmt, ...)
 	return -1;
 }
 
-const char *fail_what(void) { return fail_buf; }
-int fail_errno(void) { return fail_err; }
+const char *fail_what(void)
+{
+	return fail_buf;
+}
+int fail_errno(void)
+{
+	return fail_err;
+}
 void fail_clear(void)
 {
 	fail_buf[0] = '\0';

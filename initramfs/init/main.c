@@ -50,8 +50,8 @@ static int step_switch(struct plan *p)
 /* Indexed by enum step_id. The upper step is persist.c's: the store when there is a usable one,
  * else the tmpfs of stack_upper. */
 static int (*const steps[S_COUNT])(struct plan *) = {
-	[S_MEDIUM] = step_medium, [S_LAYERS] = stack_layers, [S_TORAM] = toram_copy,
-	[S_UPPER] = persist_upper,  [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
+	[S_MEDIUM] = step_medium,  [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,
+	[S_UPPER] = persist_upper, [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
 };
 
 static void warn_msg(void *ctx, const char *text)

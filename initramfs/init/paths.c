@@ -66,7 +66,8 @@ int paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size
 			size_t el = elen ? strlen(err) : 0;
 
 			if (elen > el)
-				snprintf(err + el, elen - el, "%s'%.*s'", el ? ", " : "", (int)(len < 64 ? len : 64), s);
+				snprintf(err + el, elen - el, "%s'%.*s'", el ? ", " : "", (int)(len < 64 ? len : 64),
+					 s);
 		} else if (!dup && n < max) {
 			memcpy(out[n++], one, used + 1);
 		} else if (!dup && elen > strlen(err)) {
@@ -185,7 +186,8 @@ bad:
 		bad++;
 	}
 	if (bad)
-		text_fmt(p->persist_result + strlen(p->persist_result), sizeof(p->persist_result) - strlen(p->persist_result),
+		text_fmt(p->persist_result + strlen(p->persist_result),
+			 sizeof(p->persist_result) - strlen(p->persist_result),
 			 "; %d of %d paths NOT persistent (see the console)", bad, n);
 	return 0;
 }

@@ -47,10 +47,13 @@ static int update_meta(const struct plan *p, const char *vdir)
 	}
 	if (prev[0] && strcmp(prev, p->id.uuid) != 0)
 		msg("persistence: the store was made for image %s, this is %s: used anyway (overlay index and metacopy, "
-		    "unsafe with a changed lower layer, are not used); recorded in the meta file", prev, p->id.uuid);
-	n = snprintf(body, sizeof(body), "format=1\nimage=%s\ncreated=%s\nlast_used=%s\n%s%s%s%s", p->id.uuid, created, now,
-		     prev[0] && strcmp(prev, p->id.uuid) ? "previous_image=" : "", prev[0] && strcmp(prev, p->id.uuid) ? prev : "",
-		     prev[0] && strcmp(prev, p->id.uuid) ? "\nimage_changed=" : "", prev[0] && strcmp(prev, p->id.uuid) ? now : "");
+		    "unsafe with a changed lower layer, are not used); recorded in the meta file",
+		    prev, p->id.uuid);
+	n = snprintf(body, sizeof(body), "format=1\nimage=%s\ncreated=%s\nlast_used=%s\n%s%s%s%s", p->id.uuid, created,
+		     now, prev[0] && strcmp(prev, p->id.uuid) ? "previous_image=" : "",
+		     prev[0] && strcmp(prev, p->id.uuid) ? prev : "",
+		     prev[0] && strcmp(prev, p->id.uuid) ? "\nimage_changed=" : "",
+		     prev[0] && strcmp(prev, p->id.uuid) ? now : "");
 	if (n < 0 || (size_t)n >= sizeof(body) - 1)
 		return fail(E2BIG, "meta text");
 	if (prev[0] && strcmp(prev, p->id.uuid))
@@ -156,7 +159,8 @@ int persist_upper(struct plan *p)
 		return saved_only_boot(p);
 	if (p->persist_kind == PK_BAD) {
 		text_fmt(p->persist_result, sizeof(p->persist_result),
-			 "none: live.persist=%s is not auto, off, LABEL=x, UUID=x, PARTUUID=x or file:PATH", p->persist);
+			 "none: live.persist=%s is not auto, off, LABEL=x, UUID=x, PARTUUID=x or file:PATH",
+			 p->persist);
 		msg("persistence: %s", p->persist_result);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
@@ -174,7 +178,9 @@ int persist_upper(struct plan *p)
 		if (p->nsaved && saved_mount(p, s.what))
 			stack_print(p);
 		if (use_store(p, &s, p->persist_reset) == 0) {
-			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ? (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 : 0;
+			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ?
+							 (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 :
+							 0;
 
 			for (i = 0; i < p->npaths; i++)
 				text_list_add(only, sizeof(only), p->paths[i], strlen(p->paths[i]));
@@ -182,7 +188,9 @@ int persist_upper(struct plan *p)
 				 s.ro ? "read-only" : "store", s.what, mib, s.ro ? ", changes go to tmpfs" : "",
 				 p->npaths ? ", only " : "", only);
 			msg("persistence: %s, " STORE_DIR " on %s/%s", p->persist_result, p->run_live,
-			    s.ro ? "layers" : p->npaths ? "store" : "upper");
+			    s.ro      ? "layers" :
+			    p->npaths ? "store" :
+					"upper");
 			if (loopfd >= 0 && close(loopfd) != 0)
 				msg("close %s: %s", s.dev, strerror(errno));
 			return s.ro || p->npaths ? stack_upper(p) : 0;

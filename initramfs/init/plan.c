@@ -74,17 +74,21 @@ int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen
 			if (found++)
 				return text_err(err, elen, "live.verify= lists layer %s twice", name);
 			if (hl < 32 || hl % 2 || hl + 1 > hlen)
-				return text_err(err, elen, "live.verify= root hash of layer %s has %zu digits", name, hl);
+				return text_err(err, elen, "live.verify= root hash of layer %s has %zu digits", name,
+						hl);
 			for (i = 0; i < hl; i++)
 				if (!isxdigit((unsigned char)p[n + 1 + i]))
-					return text_err(err, elen, "live.verify= root hash of layer %s is not hexadecimal", name);
+					return text_err(err, elen,
+							"live.verify= root hash of layer %s is not hexadecimal", name);
 			memcpy(hash, p + n + 1, hl);
 			hash[hl] = '\0';
 		}
 	}
 	if (!found)
-		return text_err(err, elen, "live.verify= has no root hash for layer %s (the boot menu and the medium "
-				       "do not belong together, or the layer was added to the medium later)", name);
+		return text_err(err, elen,
+				"live.verify= has no root hash for layer %s (the boot menu and the medium "
+				"do not belong together, or the layer was added to the medium later)",
+				name);
 	return 0;
 }
 
@@ -100,7 +104,7 @@ bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
 		return true;
 	}
 	text_err(note, nlen, "not enough RAM: need %llu MiB (layers + %llu MiB reserve), MemAvailable %llu MiB",
-	     need >> 20, TORAM_RESERVE >> 20, p->facts.mem_available >> 20);
+		 need >> 20, TORAM_RESERVE >> 20, p->facts.mem_available >> 20);
 	return false;
 }
 
@@ -153,8 +157,10 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 			put(&o, "%s%s", n++ ? "," : "", p->layer[i].name);
 	put(&o, "\nlayers.excluded=%s\n", p->layers_excluded);
 	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
-	    p->verify_mode == VERIFY_ON ? "on" : p->verify_mode == VERIFY_OFF ? "off" : "none", p->verify_result,
-	    p->check_result);
+	    p->verify_mode == VERIFY_ON  ? "on" :
+	    p->verify_mode == VERIFY_OFF ? "off" :
+					   "none",
+	    p->verify_result, p->check_result);
 	for (i = 0; i < p->nlayers; i++) {
 		const struct layer *l = &p->layer[i];
 
@@ -204,4 +210,3 @@ enum persist_kind persist_kind(const char *spec)
 	}
 	return PK_BAD;
 }
-

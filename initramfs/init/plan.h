@@ -14,17 +14,17 @@
 #define ROOT_HASH_LEN 128 /* hex digits; sha512 at most */
 
 struct layer {
-	char name[64];        /* "10-base" */
-	char file[PATH_LEN];  /* the squashfs file the loop device reads (medium, or the RAM copy) */
-	char dir[PATH_LEN];   /* its mount point under run_live/layers */
+	char name[64];       /* "10-base" */
+	char file[PATH_LEN]; /* the squashfs file the loop device reads (medium, or the RAM copy) */
+	char dir[PATH_LEN];  /* its mount point under run_live/layers */
 	unsigned long long bytes;
-	int loop;             /* loop device number, -1 before attaching */
+	int loop; /* loop device number, -1 before attaching */
 	/* dm-verity (live.verify=): the hash tree file beside the layer, its loop device, the dm device */
 	char root_hash[ROOT_HASH_LEN + 1];
 	char hash_file[PATH_LEN];
-	int hash_loop;        /* -1 when not verified */
-	int dm_minor;         /* -1 when not verified; the layer is mounted from /dev/dm-N */
-	bool saved;           /* from the store's liveunion-v1/layers/ (liveunion save), not the medium */
+	int hash_loop; /* -1 when not verified */
+	int dm_minor;  /* -1 when not verified; the layer is mounted from /dev/dm-N */
+	bool saved;    /* from the store's liveunion-v1/layers/ (liveunion save), not the medium */
 };
 
 /* live.persist= forms. */
@@ -49,7 +49,7 @@ struct plan {
 	int break_step; /* S_NONE or the step to stop before */
 	char init[VALUE_MAX];
 	char layer_filter[VALUE_MAX];
-	char persist[VALUE_MAX];     /* live.persist= as written, for the messages */
+	char persist[VALUE_MAX]; /* live.persist= as written, for the messages */
 	enum persist_kind persist_kind;
 	char persist_arg[VALUE_MAX]; /* what follows LABEL=, UUID=, PARTUUID= or file: */
 	bool persist_ro, persist_reset;
@@ -68,18 +68,18 @@ struct plan {
 	char device[PATH_LEN];
 	char medium_fstype[16]; /* iso9660; a host test without iso9660 mounts a stand-in */
 	struct iso_id id;
-	int nlayers;            /* bottom first */
+	int nlayers; /* bottom first */
 	struct layer layer[MAX_LAYERS];
 	char layers_excluded[VALUE_MAX]; /* layers on the medium (or saved in the store) that live.layers= left out */
 	char layers_unknown[VALUE_MAX];  /* live.layers= entries that name no layer found so far */
-	int nsaved;             /* how many of the layers (the top ones below a persist layer) come from the store */
+	int nsaved; /* how many of the layers (the top ones below a persist layer) come from the store */
 	char verify_result[200];
 	char check_result[200];
 	char toram_result[200];
 	char persist_result[PATH_LEN + 200];
-	int npaths;             /* the store is mounted and only these paths go to it (paths.c) */
+	int npaths; /* the store is mounted and only these paths go to it (paths.c) */
 	char paths[MAX_PATHS][PATH_LEN];
-	int done;               /* steps finished, in order */
+	int done; /* steps finished, in order */
 };
 
 enum persist_kind persist_kind(const char *spec);

@@ -18,8 +18,9 @@ static void show(struct progress *pr, double t)
 	double el = t - pr->start;
 
 	pr->last = t;
-	msg("%s: %.1f / %.1f MiB (%llu%%), %.1f MB/s", pr->what, (double)pr->done / 1048576, (double)pr->total / 1048576,
-	    pr->total ? pr->done * 100 / pr->total : 100, el > 0 ? (double)pr->done / el / 1e6 : 0.0);
+	msg("%s: %.1f / %.1f MiB (%llu%%), %.1f MB/s", pr->what, (double)pr->done / 1048576,
+	    (double)pr->total / 1048576, pr->total ? pr->done * 100 / pr->total : 100,
+	    el > 0 ? (double)pr->done / el / 1e6 : 0.0);
 }
 
 void progress_start(struct progress *pr, const char *what, unsigned long long total)

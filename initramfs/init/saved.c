@@ -72,7 +72,8 @@ int saved_mount(struct plan *p, const char *what)
 
 		if (p->verify_mode == VERIFY_ON)
 			msg("WARNING: saved layer %s (from the store %s) is not covered by dm-verity: the boot menu has no "
-			    "root hash for it", l->name, what);
+			    "root hash for it",
+			    l->name, what);
 		if (stack_mount_layer(p, l) == 0) {
 			i++;
 			continue;
@@ -138,14 +139,15 @@ int saved_only_boot(struct plan *p)
 	/* no e2fsck here (nothing may be written), so a store the kernel marked damaged is not read at all */
 	if (store_read_sb(s.dev, &sb) == 0 && sb.ext && sb.errors) {
 		msg("persistence: none: live.persist=off; the store %s is marked as having errors (run e2fsck %s by hand): "
-		    "no saved layers", s.what, s.dev);
+		    "no saved layers",
+		    s.what, s.dev);
 		store_release(&s, loopfd, false);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
 	if (store_read_sb(s.dev, &sb) != 0 || !sb.ext ||
 	    do_mount(s.dev, s.dir, "ext4", MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload") != 0) {
-		msg("persistence: none: live.persist=off; the store %s cannot be read (%s: %s): no saved layers", s.what,
-		    sb.ext ? fail_what() : "not ext2/3/4", strerror(sb.ext ? fail_errno() : EINVAL));
+		msg("persistence: none: live.persist=off; the store %s cannot be read (%s: %s): no saved layers",
+		    s.what, sb.ext ? fail_what() : "not ext2/3/4", strerror(sb.ext ? fail_errno() : EINVAL));
 		fail_clear();
 		store_release(&s, loopfd, false);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
@@ -153,7 +155,8 @@ int saved_only_boot(struct plan *p)
 	if (sb.recover)
 		msg("persistence: live.persist=off: the store %s has a journal to replay (a power cut?); it is read "
 		    "without replaying it, so the newest saved layer may be missing or damaged: boot once with "
-		    "persistence to replay it", s.what);
+		    "persistence to replay it",
+		    s.what);
 	if (saved_plan(p, &s, loopfd) != 0)
 		return -1;
 	n = saved_mount(p, s.what);
@@ -165,7 +168,8 @@ int saved_only_boot(struct plan *p)
 	if (loopfd >= 0 && close(loopfd) != 0)
 		msg("close %s: %s", s.dev, strerror(errno));
 	text_fmt(p->persist_result, sizeof(p->persist_result),
-		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay", n, s.what);
+		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay", n,
+		 s.what);
 	msg("persistence: %s; changes go to tmpfs", p->persist_result);
 	stack_print(p);
 	return stack_upper(p);

@@ -18,7 +18,7 @@
 static void child(const char *tty, const char *why)
 {
 	static char *const envp[] = {"PS1=(liveunion rescue) \\w # ", "HOME=/", "TERM=linux",
-				      "PATH=/bin:/sbin:/usr/bin:/usr/sbin", NULL};
+				     "PATH=/bin:/sbin:/usr/bin:/usr/sbin", NULL};
 	static char *const argv[] = {"sh", NULL};
 	char path[64], banner[512];
 	int fd, n;

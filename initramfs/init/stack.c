@@ -76,7 +76,8 @@ int stack_mount_layer(struct plan *p, struct layer *l)
 		return -1;
 	/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear. A saved layer
 	 * has no root hash (the boot menu was made before it): it is mounted from its loop device. */
-	if ((l->saved ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) : verity_layer(p, l, dev, sizeof(dev))) != 0 ||
+	if ((l->saved ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) : verity_layer(p, l, dev, sizeof(dev))) !=
+		    0 ||
 	    (p->check && verity_check(l, dev) != 0)) {
 		if (close(lfd) != 0)
 			msg("close /dev/loop%d: %s", l->loop, strerror(errno));
@@ -233,7 +234,8 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 	n = snprintf(opts, sizeof(opts), "lowerdir=");
 	used = (size_t)n;
 	for (i = p->nlayers - 1; i >= 0; i--) {
-		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":", p->layer[i].name);
+		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":",
+			     p->layer[i].name);
 		if (n < 0 || (size_t)n >= sizeof(opts) - used)
 			return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
 		used += (size_t)n;

@@ -39,9 +39,9 @@ int store_read_sb(const char *dev, struct sb *s)
 	s->errors = (le16(b + 0x3a) & 0x2) != 0;
 	memcpy(s->label, b + 0x78, 16);
 	s->label[16] = '\0';
-	text_fmt(s->uuid, sizeof(s->uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0x68],
-		 b[0x69], b[0x6a], b[0x6b], b[0x6c], b[0x6d], b[0x6e], b[0x6f], b[0x70], b[0x71], b[0x72], b[0x73], b[0x74],
-		 b[0x75], b[0x76], b[0x77]);
+	text_fmt(s->uuid, sizeof(s->uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0x68], b[0x69], b[0x6a], b[0x6b], b[0x6c], b[0x6d], b[0x6e], b[0x6f], b[0x70], b[0x71], b[0x72],
+		 b[0x73], b[0x74], b[0x75], b[0x76], b[0x77]);
 	return 0;
 }
 
@@ -114,12 +114,13 @@ static int image_on(const char *part, const char *path, struct store *s)
 			return -1;
 		}
 		text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
-		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path, part + 5,
-			 types[i], offset, s->dev);
+		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path,
+			 part + 5, types[i], offset, s->dev);
 		return fd;
 	}
 	msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted until "
-	    "power-off (other systems may then call it not cleanly unmounted)", path, part + 5, types[i]);
+	    "power-off (other systems may then call it not cleanly unmounted)",
+	    path, part + 5, types[i]);
 	if (!s->ro && mount(NULL, s->host, NULL, MS_REMOUNT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
@@ -175,7 +176,9 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 			n = list_block(NULL, names, MAX_PARTS * 2);
 			for (i = 0; i < n; i++) {
 				text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-				if (kind == PK_PARTUUID && (disk_part_uuid(SYSBLOCK, "/dev", names[i], pu, sizeof(pu)) != 0 || strcasecmp(pu, want) != 0))
+				if (kind == PK_PARTUUID &&
+				    (disk_part_uuid(SYSBLOCK, "/dev", names[i], pu, sizeof(pu)) != 0 ||
+				     strcasecmp(pu, want) != 0))
 					continue;
 				if (store_read_sb(dev, &sb) != 0 || !sb.ext)
 					continue;
@@ -264,8 +267,8 @@ int store_check(const struct store *s)
 	if (rc == 0 || (sb.recover && !s->ro && rc < 4))
 		return 0;
 	msg("persistence: %s: e2fsck %s exit %d: errors that need a human (run e2fsck %s by hand); the store is "
-	    "left untouched and not mounted, changes go to tmpfs", s->what, sb.recover && !s->ro ? "-p" : "-n", rc,
-	    s->dev);
+	    "left untouched and not mounted, changes go to tmpfs",
+	    s->what, sb.recover && !s->ro ? "-p" : "-n", rc, s->dev);
 	return -1;
 }
 

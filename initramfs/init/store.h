@@ -19,7 +19,7 @@ struct sb {
 };
 
 struct store {
-	char dev[64];     /* block device holding the ext4 store (a partition or /dev/loopN) */
+	char dev[64];             /* block device holding the ext4 store (a partition or /dev/loopN) */
 	char what[PATH_LEN + 64]; /* for the messages: "/dev/sda3 (LABEL=liveunion-rw)" */
 	char host[PATH_LEN + 16]; /* where the FAT/exFAT holding the image file is mounted, or "" */
 	char dir[PATH_LEN + 16];  /* run_live/store */

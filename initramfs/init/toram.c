@@ -90,8 +90,8 @@ static int pread_full(int fd, unsigned char *buf, size_t len, unsigned long long
  * straight into the tmpfs pages (huge ones where tmpfs allows), no copy through the page cache. The rest
  * (the tail, or all of a file that is not laid out so) is read through the file system, with WILLNEED
  * asking for the next chunks before the current one is read so the drive works while the CPU copies. */
-static int copy_file(const char *src, const char *dst, unsigned long long bytes, const char *device, struct progress *pr,
-		     bool *direct)
+static int copy_file(const char *src, const char *dst, unsigned long long bytes, const char *device,
+		     struct progress *pr, bool *direct)
 {
 	unsigned long long off = 0, base = 0, aligned = 0;
 	unsigned char *map = NULL;
@@ -147,7 +147,8 @@ static int copy_file(const char *src, const char *dst, unsigned long long bytes,
 			break;
 		}
 		if (n < want) {
-			rc = fail(EIO, "read %s: it ended at byte %llu of %llu", off < aligned ? device : src, off + n, bytes);
+			rc = fail(EIO, "read %s: it ended at byte %llu of %llu", off < aligned ? device : src, off + n,
+				  bytes);
 			break;
 		}
 		off += n;
@@ -195,7 +196,8 @@ static int verify_copy(const char *src, const char *dst, unsigned long long byte
 		goto close_dst;
 	}
 	if ((unsigned long long)st.st_size != bytes) {
-		rc = fail(EIO, "live.toram: %s has %llu bytes, %s had %llu", dst, (unsigned long long)st.st_size, src, bytes);
+		rc = fail(EIO, "live.toram: %s has %llu bytes, %s had %llu", dst, (unsigned long long)st.st_size, src,
+			  bytes);
 		goto close_dst;
 	}
 	while (off < bytes) {
@@ -206,8 +208,8 @@ static int verify_copy(const char *src, const char *dst, unsigned long long byte
 			break;
 		}
 		if (na != want || nb != want || memcmp(a, b, want) != 0) {
-			rc = fail(EIO, "live.toram: the RAM copy %s differs from %s in bytes %llu to %llu", dst, src, off,
-				  off + want);
+			rc = fail(EIO, "live.toram: the RAM copy %s differs from %s in bytes %llu to %llu", dst, src,
+				  off, off + want);
 			break;
 		}
 		*checked += want;
@@ -314,7 +316,8 @@ int toram_copy(struct plan *p)
 
 			c[n].src = k ? l->hash_file : l->file;
 			c[n].loop = k ? l->hash_loop : l->loop;
-			if (path_fmt(c[n].dst, sizeof(c[n].dst), "%s/%s.%s", dir, l->name, k ? "verity" : "squashfs") != 0)
+			if (path_fmt(c[n].dst, sizeof(c[n].dst), "%s/%s.%s", dir, l->name, k ? "verity" : "squashfs") !=
+			    0)
 				return -1;
 			if (stat(c[n].src, &st) != 0)
 				return fail(errno, "stat %s", c[n].src);

@@ -130,7 +130,8 @@ int file_block_run(int fd, unsigned long long bytes, unsigned long long step, in
 		phys = (int)b;
 		if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)start + b) {
 			phys = (int)last;
-			if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)start + last)
+			if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 &&
+			    (unsigned long long)phys == (unsigned long long)start + last)
 				continue;
 		}
 		text_fmt(why, wlen, "not one run of blocks (block %llu of the file)", b);

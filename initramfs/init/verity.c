@@ -59,9 +59,10 @@ static int read_sb(const struct layer *l, struct verity_sb *sb)
 	sb->data_blocks = le64(b + 72);
 	sb->salt_size = le16(b + 80);
 	if (!pow2_in(sb->data_block_size, 512, 1u << 20) || !pow2_in(sb->hash_block_size, 512, 1u << 20) ||
-	    sb->salt_size > sizeof(sb->salt) || !sb->algorithm[0] || strspn(sb->algorithm, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(sb->algorithm))
-		return fail(EINVAL, "layer %s: the superblock of %s is damaged (block sizes %u/%u, salt %u bytes)", l->name,
-			    l->hash_file, sb->data_block_size, sb->hash_block_size, sb->salt_size);
+	    sb->salt_size > sizeof(sb->salt) || !sb->algorithm[0] ||
+	    strspn(sb->algorithm, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(sb->algorithm))
+		return fail(EINVAL, "layer %s: the superblock of %s is damaged (block sizes %u/%u, salt %u bytes)",
+			    l->name, l->hash_file, sb->data_block_size, sb->hash_block_size, sb->salt_size);
 	memcpy(sb->salt, b + 88, sb->salt_size);
 	return 0;
 }
@@ -174,15 +175,16 @@ static int read_range(const struct layer *l, int fd, const char *dev, unsigned l
 			continue;
 		if (n < 0) {
 			if (errno == EIO && l->dm_minor >= 0)
-				return fail(EIO, "layer %s (%s): the data in bytes %llu-%llu does not match its root hash "
-						 "from live.verify= (medium damaged or altered; read through dm-verity %s)",
+				return fail(EIO,
+					    "layer %s (%s): the data in bytes %llu-%llu does not match its root hash "
+					    "from live.verify= (medium damaged or altered; read through dm-verity %s)",
 					    l->name, l->file, off, off + want - 1, dev);
 			return fail(errno, "layer %s (%s): read bytes %llu-%llu of %s", l->name, l->file, off,
 				    off + want - 1, dev);
 		}
 		if (n == 0)
-			return fail(EIO, "layer %s (%s): %s ends at byte %llu, before the layer does", l->name, l->file, dev,
-				    off);
+			return fail(EIO, "layer %s (%s): %s ends at byte %llu, before the layer does", l->name, l->file,
+				    dev, off);
 		off += (unsigned long long)n;
 		len -= (unsigned long long)n;
 		if (pr)
@@ -226,8 +228,8 @@ int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
 		return -1;
 	bytes = sb.data_blocks * sb.data_block_size;
 	if (bytes != l->bytes)
-		return fail(EINVAL, "layer %s: the hash tree %s covers %llu bytes, the layer has %llu", l->name, l->hash_file,
-			    bytes, l->bytes);
+		return fail(EINVAL, "layer %s: the hash tree %s covers %llu bytes, the layer has %llu", l->name,
+			    l->hash_file, bytes, l->bytes);
 	for (i = 0; i < sb.salt_size; i++) {
 		salt[2 * i] = "0123456789abcdef"[sb.salt[i] >> 4];
 		salt[2 * i + 1] = "0123456789abcdef"[sb.salt[i] & 15];

@@ -1,7 +1,7 @@
 /* Unit tests: kernel command line -> values (initramfs/init/cmdline.c). */
 #include "cmdline.h"
-#include "plan_steps.h"
 #include "init-test.h"
+#include "plan_steps.h"
 
 static char warnings[8192];
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "disk.h"
-#include "log.h"
 #include "init-test.h"
+#include "log.h"
 
 static char top[64], sys[128], devdir[128];
 
@@ -89,9 +89,11 @@ int main(void)
 	CHECK(disk_of(sys, "vda", disk, sizeof(disk)) == 0, "disk of vda");
 	CHECK_STR(disk, "vda");
 	n = disk_list(sys, "vda", NULL, names, 8);
-	CHECK(n == 2 && strcmp(names[0], "vda1") == 0 && strcmp(names[1], "vda2") == 0, "partitions of vda, sorted: %d", n);
+	CHECK(n == 2 && strcmp(names[0], "vda1") == 0 && strcmp(names[1], "vda2") == 0, "partitions of vda, sorted: %d",
+	      n);
 	n = disk_list(sys, NULL, skip_vdb, names, 8);
-	CHECK(n == 3 && strcmp(names[0], "vda") == 0 && strcmp(names[2], "vda2") == 0, "every device but the skipped: %d", n);
+	CHECK(n == 3 && strcmp(names[0], "vda") == 0 && strcmp(names[2], "vda2") == 0,
+	      "every device but the skipped: %d", n);
 	for (i = 0; i < n; i++)
 		CHECK(strcmp(names[i], "vdb") != 0, "vdb skipped");
 	CHECK(disk_list(sys, NULL, NULL, names, 2) == 2, "at most max");
@@ -117,9 +119,9 @@ int main(void)
 	CHECK(!mbr_has_entries(img), "MBR without entries");
 	img[446 + 4] = 0xEE;
 	memcpy(img + 512, "EFI PART", 8);
-	img[512 + 72] = 2;    /* entries at LBA 2 */
-	img[512 + 80] = 4;    /* 4 entries */
-	img[512 + 84] = 128;  /* of 128 bytes */
+	img[512 + 72] = 2;   /* entries at LBA 2 */
+	img[512 + 80] = 4;   /* 4 entries */
+	img[512 + 84] = 128; /* of 128 bytes */
 	for (i = 0; i < 16; i++)
 		img[1024 + 128 + 16 + i] = (unsigned char)(0x10 + i); /* entry 2's unique GUID */
 	write_disk(img, sizeof(img));

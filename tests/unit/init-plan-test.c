@@ -2,11 +2,11 @@
 #include <stdlib.h>
 
 #include "cmdline.h"
+#include "init-test.h"
 #include "layers.h"
 #include "medium.h"
 #include "paths.h"
 #include "plan.h"
-#include "init-test.h"
 
 static void make_pvd(unsigned char *pvd, const char *label, const char *date)
 {
@@ -60,7 +60,8 @@ static void test_match(void)
 	CHECK(medium_want_parse("UUID=2026-01-01-12-34-56-01", &w) == 0, "other uuid");
 	CHECK(medium_match(&w, &id, why, sizeof(why)) == 0, "wrong uuid rejected");
 	CHECK(strstr(why, "label LIVEUNION") && strstr(why, "UUID 2026010112345600") &&
-	      strstr(why, "!= wanted UUID 2026010112345601"), "reason names what was seen and wanted: %s", why);
+		      strstr(why, "!= wanted UUID 2026010112345601"),
+	      "reason names what was seen and wanted: %s", why);
 
 	CHECK(medium_want_parse("LABEL=LIVEUNION", &w) == 0 && !w.by_uuid, "label spec");
 	CHECK(medium_match(&w, &id, why, sizeof(why)) == 1, "label matches");
@@ -118,8 +119,8 @@ static void test_plan(void)
 static void test_layers(void)
 {
 	static struct plan p;
-	const char *files[] = {"20-desktop.squashfs", "README", "10-base.squashfs", "10-base.squashfs.verity",
-			       "x-bad.squashfs", "30-a:b.squashfs", "15-tools.squashfs"};
+	const char *files[] = {"20-desktop.squashfs", "README",          "10-base.squashfs", "10-base.squashfs.verity",
+			       "x-bad.squashfs",      "30-a:b.squashfs", "15-tools.squashfs"};
 	char err[256], buf[8192];
 
 	make("", &p);
@@ -156,7 +157,8 @@ static void test_layers(void)
 	CHECK_STR(p.layer[1].name, "20-desktop");
 	CHECK_STR(p.layers_excluded, "15-tools");
 	plan_print(&p, buf, sizeof(buf));
-	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.saved=\nlayers.excluded=15-tools\n") != NULL, "plan names both: %s", buf);
+	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.saved=\nlayers.excluded=15-tools\n") != NULL,
+	      "plan names both: %s", buf);
 	make("live.layers=-desktop,-tools", &p);
 	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
 	      "two excluded by name without number: %s", err);
@@ -184,7 +186,8 @@ static void test_saved(void)
 {
 	static struct plan p;
 	const char *files[] = {"20-desktop.squashfs", "10-base.squashfs"};
-	const char *saved[] = {"31-mine.squashfs", "README", "30-older.squashfs", "10-base.squashfs", ".32-x.squashfs.tmp"};
+	const char *saved[] = {"31-mine.squashfs", "README", "30-older.squashfs", "10-base.squashfs",
+			       ".32-x.squashfs.tmp"};
 	char err[300], note[300], buf[16384];
 
 	make("", &p);
@@ -201,7 +204,7 @@ static void test_saved(void)
 	CHECK(strstr(note, "10-base (a medium layer has that name)") != NULL, "the clash is named: %s", note);
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,20-desktop,30-older,31-mine\nlayers.saved=30-older,31-mine\n") != NULL &&
-	      strstr(buf, "\nlayer.31-mine.from=store\n") != NULL && !strstr(buf, "layer.20-desktop.from"),
+		      strstr(buf, "\nlayer.31-mine.from=store\n") != NULL && !strstr(buf, "layer.20-desktop.from"),
 	      "plan names them: %s", buf);
 	layers_drop_saved(&p);
 	CHECK(p.nlayers == 2 && p.nsaved == 0, "dropped again");
@@ -228,7 +231,8 @@ static void test_saved(void)
 	make("live.layers=-mien", &p);
 	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
 	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") && strstr(err, "liveunion-v1/layers"),
+	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") &&
+		      strstr(err, "liveunion-v1/layers"),
 	      "typo refused: %s", err);
 }
 
@@ -247,8 +251,8 @@ static void test_saved_limit(void)
 	}
 	make("", &p);
 	CHECK(layers_choose(&p, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
-	CHECK(layers_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS,
-	      "one fits: %d", p.nlayers);
+	CHECK(layers_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS, "one fits: %d",
+	      p.nlayers);
 	CHECK(strstr(note, "99-b (no room") != NULL, "the other is named: %s", note);
 }
 
@@ -289,14 +293,18 @@ static void test_verify(void)
 	CHECK(plan_verify_hash(p.verify, "20-x", hash, sizeof(hash), err, sizeof(err)) == 0 && strlen(hash) == 32,
 	      "short (md5-sized) hash: %s", err);
 	CHECK(plan_verify_hash(p.verify, "10-bas", hash, sizeof(hash), err, sizeof(err)) == -1 &&
-	      strstr(err, "no root hash for layer 10-bas"), "a prefix is not the layer: %s", err);
-	CHECK(plan_verify_hash("10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", "10-base", hash, sizeof(hash), err,
-			       sizeof(err)) == -1 && strstr(err, "10-base"), "not hex: %s", err);
+		      strstr(err, "no root hash for layer 10-bas"),
+	      "a prefix is not the layer: %s", err);
+	CHECK(plan_verify_hash("10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", "10-base", hash, sizeof(hash),
+			       err, sizeof(err)) == -1 &&
+		      strstr(err, "10-base"),
+	      "not hex: %s", err);
 	snprintf(spec, sizeof(spec), "10-base:%s,10-base:%s", h1, h1);
 	CHECK(plan_verify_hash(spec, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "twice"),
 	      "twice: %s", err);
 	CHECK(plan_verify_hash("10-base:abcd", "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 &&
-	      strstr(err, "4 digits"), "too short: %s", err);
+		      strstr(err, "4 digits"),
+	      "too short: %s", err);
 }
 
 static void test_toram(void)
@@ -338,7 +346,8 @@ static void test_persist(void)
 	n = paths_parse("home,/,/run/x,/proc,/a/../etc,/ok,/devices", paths, MAX_PATHS, err, sizeof(err));
 	CHECK(n == 2 && strcmp(paths[0], "/ok") == 0 && strcmp(paths[1], "/devices") == 0, "only good ones: %d", n);
 	CHECK(strstr(err, "'home'") && strstr(err, "'/'") && strstr(err, "'/run/x'") && strstr(err, "'/proc'") &&
-	      strstr(err, "'/a/../etc'"), "bad ones named: %s", err);
+		      strstr(err, "'/a/../etc'"),
+	      "bad ones named: %s", err);
 
 	CHECK(paths_key("/etc/ssh", key, sizeof(key)) == 0, "key");
 	CHECK_STR(key, "etc%2Fssh");
@@ -348,7 +357,8 @@ static void test_persist(void)
 	make("live.persist=LABEL=mine live.persist.paths=/home live.persist.ro", &p);
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\npersist=LABEL=mine\n") && strstr(buf, "\npersist.paths=/home\n") &&
-	      strstr(buf, "\npersist.flags=ro\n"), "plan records persistence: %s", buf);
+		      strstr(buf, "\npersist.flags=ro\n"),
+	      "plan records persistence: %s", buf);
 	/* parsed once: the kind, its argument and the flags are in the plan as such */
 	CHECK(p.persist_kind == PK_LABEL && strcmp(p.persist_arg, "mine") == 0 && p.persist_ro && !p.persist_reset,
 	      "LABEL= parsed: %d '%s'", p.persist_kind, p.persist_arg);

@@ -6,16 +6,16 @@
 
 static int t_pass, t_fail;
 
-#define CHECK(cond, ...)                                                        \
-	do {                                                                    \
-		if (cond) {                                                     \
-			t_pass++;                                               \
-		} else {                                                        \
-			t_fail++;                                               \
+#define CHECK(cond, ...)                                                                \
+	do {                                                                            \
+		if (cond) {                                                             \
+			t_pass++;                                                       \
+		} else {                                                                \
+			t_fail++;                                                       \
 			fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-			fprintf(stderr, __VA_ARGS__);                           \
-			fputc('\n', stderr);                                    \
-		}                                                               \
+			fprintf(stderr, __VA_ARGS__);                                   \
+			fputc('\n', stderr);                                            \
+		}                                                                       \
 	} while (0)
 
 #define CHECK_STR(a, b) CHECK(strcmp((a), (b)) == 0, "'%s' != '%s'", (a), (b))
