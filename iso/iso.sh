@@ -12,6 +12,10 @@ ISO_EXTRA_LAYERS=${ISO_EXTRA_LAYERS:-}
 ISO_VERITY=${ISO_VERITY:-1}
 # Room for live.verify= on the command line (x86 kernels keep 2048 bytes, the menus add ~120).
 ISO_VERIFY_MAX=1800
+# Seconds the boot menus wait before the default entry (a build setting, ISO_MENU_TIMEOUT=N). Every user's boot
+# pays it; 2 s is enough to press a key (which stops the countdown in both menus) to reach toram or the rescue
+# shell, and costs little. 0 boots at once (GRUB: timeout=0; isolinux, where 0 means "wait for ever": 0.1 s).
+ISO_MENU_TIMEOUT=${ISO_MENU_TIMEOUT:-2}
 GRUB_MODULES="normal configfile search search_fs_uuid search_label iso9660 fat part_gpt part_msdos linux echo test serial terminal efi_gop efi_uga all_video gzio sleep"
 
 # iso_uuid HASH: the 16-digit ISO9660 modification date the init and GRUB look for: the build date plus
@@ -21,7 +25,10 @@ iso_uuid() {
 }
 
 iso_subst() {
-	sed -e "s|@CMDLINE@|$2|g" -e "s|@VERSION@|$LIVEUNION_VERSION|g" -e "s|@GRUBUUID@|$3|g" "$1"
+	local t10=$((ISO_MENU_TIMEOUT * 10))
+	[ "$t10" -gt 0 ] || t10=1
+	sed -e "s|@CMDLINE@|$2|g" -e "s|@VERSION@|$LIVEUNION_VERSION|g" -e "s|@GRUBUUID@|$3|g" \
+		-e "s|@TIMEOUT@|$ISO_MENU_TIMEOUT|g" -e "s|@TIMEOUT10@|$t10|g" "$1"
 }
 
 # iso_esp DIR UUID GRUBUUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
@@ -84,6 +91,9 @@ stage_iso() {
 # (another path, work directory and stamp) from the same outputs without running any stage again.
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
 iso_assemble() {
+	case "$ISO_MENU_TIMEOUT" in
+	'' | *[!0-9]*) die "ISO_MENU_TIMEOUT=$ISO_MENU_TIMEOUT: give whole seconds (0 boots the default entry at once)" ;;
+	esac
 	local iso=$1 w=$2 stamp=$3 h uuid grubuuid cmdline t l root verify='' layers=()
 	shift 3
 	for l in "$@"; do
@@ -102,7 +112,7 @@ iso_assemble() {
 	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$base" "$@"; do
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
-	h=$(printf 'verity=%s\n%s\n' "$ISO_VERITY${extra:+ cmdline=$extra}" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
+	h=$(printf 'verity=%s menu=%s\n%s\n' "$ISO_VERITY${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
 		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmdline.h"
@@ -27,6 +28,45 @@
 #define NEWROOT "/newroot"
 
 static char **init_argv;
+
+/* The boot budget (bench/boot, `liveunion status`): when the init started and each step began and ended,
+ * in ms of CLOCK_MONOTONIC, the clock of the kernel log's timestamps, so host-side marks from the serial
+ * log line up with these. 0 = not reached. */
+static struct {
+	unsigned long long init, start[S_COUNT], end[S_COUNT];
+} t;
+
+static unsigned long long mono_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (unsigned long long)ts.tv_sec * 1000 + (unsigned long long)ts.tv_nsec / 1000000;
+}
+
+/* time.init=MS, then time.STEP=START_MS+DURATION_MS for every step begun (no duration while running). */
+static size_t print_times(char *buf, size_t len)
+{
+	size_t used = 0;
+	int i, n;
+
+	n = snprintf(buf, len, "time.init=%llu\n", t.init);
+	if (n < 0 || (size_t)n >= len)
+		return 0;
+	used = (size_t)n;
+	for (i = 0; i < S_COUNT && t.start[i]; i++) {
+		if (t.end[i])
+			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", step_names[i], t.start[i],
+				     t.end[i] - t.start[i]);
+		else
+			n = snprintf(buf + used, len - used, "time.%s=%llu\n", step_names[i], t.start[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	return used;
+}
 
 static int step_medium(struct plan *p)
 {
@@ -76,8 +116,10 @@ static void save_plan(const struct plan *p)
 {
 	static char buf[65536]; /* 128 layers with dm-verity */
 	size_t n = plan_print(p, buf, sizeof(buf)), off = 0;
-	int fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int fd;
 
+	n += print_times(buf + n, sizeof(buf) - n);
+	fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
 		return;
@@ -156,6 +198,7 @@ int main(int argc, char **argv)
 
 		return fwrite(buf, 1, n, stdout) == n && fflush(stdout) == 0 ? 0 : 1;
 	}
+	t.init = mono_ms();
 	if (getpid() != 1) {
 		fprintf(stderr, "liveunion init: runs only as PID 1 of the initramfs (try --help-keys)\n");
 		return 2;
@@ -185,12 +228,17 @@ int main(int argc, char **argv)
 				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));
 		}
 		fail_clear();
+		t.start[i] = mono_ms();
+		t.end[i] = 0;
+		if (i == S_SWITCH)
+			save_plan(&p); /* the last word the live root reads: the hand-over's start */
 		while (steps[i](&p) != 0) {
 			save_plan(&p);
 			if (report(&p, i) != 0)
 				return 1;
 		}
 		p.done = i + 1;
+		t.end[i] = mono_ms();
 		save_plan(&p);
 	}
 	return 1; /* not reached: step switch execs the live root's init or fails */
