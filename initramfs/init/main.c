@@ -57,10 +57,10 @@ static size_t print_times(char *buf, size_t len)
 	used = (size_t)n;
 	for (i = 0; i < S_COUNT && t.start[i]; i++) {
 		if (t.end[i])
-			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", step_names[i], t.start[i],
-				     t.end[i] - t.start[i]);
+			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", step_name((enum step_id)i),
+				     t.start[i], t.end[i] - t.start[i]);
 		else
-			n = snprintf(buf + used, len - used, "time.%s=%llu\n", step_names[i], t.start[i]);
+			n = snprintf(buf + used, len - used, "time.%s=%llu\n", step_name((enum step_id)i), t.start[i]);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
