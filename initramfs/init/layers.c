@@ -80,6 +80,22 @@ static void unknown_entries(const char *list, char stems[][64], int nstems, char
 	}
 }
 
+#define MAX_STEMS (MAX_LAYERS * 4)
+
+/* Whether file is a layer (its stem kept in stems for the name check) that live.layers= keeps; a layer it
+ * leaves out is listed in layers_excluded. */
+static bool wanted(struct plan *p, const char *file, char stem[64], char stems[][64], int *nstems)
+{
+	if (layer_stem(file, stem, 64) != 0)
+		return false;
+	if (*nstems < MAX_STEMS)
+		memcpy(stems[(*nstems)++], stem, strlen(stem) + 1);
+	if (!filtered_out(p->layer_filter, stem))
+		return true;
+	text_list_add(p->layers_excluded, sizeof(p->layers_excluded), stem, strlen(stem));
+	return false;
+}
+
 static void layer_init(struct layer *l, const char *stem)
 {
 	memset(l, 0, sizeof(*l));
@@ -89,7 +105,7 @@ static void layer_init(struct layer *l, const char *stem)
 
 int layers_choose(struct plan *p, const char *const files[], int n, char *err, size_t elen)
 {
-	static char stems[MAX_LAYERS * 4][64];
+	static char stems[MAX_STEMS][64];
 	int i, count = 0, nstems = 0;
 
 	p->layers_excluded[0] = '\0';
@@ -97,14 +113,8 @@ int layers_choose(struct plan *p, const char *const files[], int n, char *err, s
 		struct layer *l;
 		char stem[64];
 
-		if (layer_stem(files[i], stem, sizeof(stem)) != 0)
+		if (!wanted(p, files[i], stem, stems, &nstems))
 			continue;
-		if (nstems < (int)(sizeof(stems) / sizeof(stems[0])))
-			memcpy(stems[nstems++], stem, strlen(stem) + 1);
-		if (filtered_out(p->layer_filter, stem)) {
-			text_list_add(p->layers_excluded, sizeof(p->layers_excluded), stem, strlen(stem));
-			continue;
-		}
 		if (count == MAX_LAYERS)
 			return text_err(err, elen, "more than %d layers", MAX_LAYERS);
 		l = &p->layer[count++];
@@ -141,7 +151,7 @@ static void note_add(char *note, size_t nlen, const char *stem, const char *why)
 
 int layers_add_saved(struct plan *p, const char *const files[], int n, const char *dir, char *note, size_t nlen)
 {
-	static char stems[MAX_LAYERS * 4][64];
+	static char stems[MAX_STEMS][64];
 	char left[VALUE_MAX];
 	int i, j, first = p->nlayers, nstems = 0;
 
@@ -152,14 +162,8 @@ int layers_add_saved(struct plan *p, const char *const files[], int n, const cha
 		char stem[64];
 		bool dup = false;
 
-		if (layer_stem(files[i], stem, sizeof(stem)) != 0)
+		if (!wanted(p, files[i], stem, stems, &nstems))
 			continue;
-		if (nstems < (int)(sizeof(stems) / sizeof(stems[0])))
-			memcpy(stems[nstems++], stem, strlen(stem) + 1);
-		if (filtered_out(p->layer_filter, stem)) {
-			text_list_add(p->layers_excluded, sizeof(p->layers_excluded), stem, strlen(stem));
-			continue;
-		}
 		for (j = 0; j < p->nlayers; j++)
 			dup |= strcmp(p->layer[j].name, stem) == 0;
 		if (dup || p->nlayers == MAX_LAYERS) {

@@ -3,9 +3,7 @@
  * devices like the medium's. The boot menu was made before they existed, so dm-verity cannot cover them. */
 #include "saved.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <unistd.h>
@@ -16,43 +14,23 @@
 #include "store.h"
 #include "util.h"
 
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int saved_pick(struct plan *p, const char *store_dir)
 {
-	static char names[MAX_LAYERS * 2][128];
+	static char names[MAX_LAYERS * 2][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 2];
 	char dir[PATH_LEN], note[VALUE_MAX];
-	DIR *d;
-	struct dirent *e;
-	int n = 0, added;
+	int n, added;
 	size_t before;
 
 	if (path_fmt(dir, sizeof(dir), "%s/" STORE_DIR "/layers", store_dir) != 0)
 		return -1;
-	if (!(d = opendir(dir))) {
-		if (errno == ENOENT)
-			return 0;
-		return fail(errno, "open the saved layer directory %s", dir);
+	/* dot files, which dir_names passes over, are liveunion save's temporary files */
+	if ((n = dir_names(dir, names, list, MAX_LAYERS * 2)) < 0) {
+		if (fail_errno() != ENOENT)
+			return -1;
+		fail_clear();
+		return 0;
 	}
-	while ((e = readdir(d)) != NULL) {
-		/* dot files are liveunion save's temporary files */
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(names[0]))
-			continue;
-		if (n == (int)(sizeof(list) / sizeof(list[0]))) {
-			msg("saved layers: too many files in %s; only the first %d considered", dir, n);
-			break;
-		}
-		memcpy(names[n], e->d_name, strlen(e->d_name) + 1);
-		list[n] = names[n];
-		n++;
-	}
-	if (closedir(d) != 0)
-		return fail(errno, "close %s", dir);
-	qsort(list, (size_t)n, sizeof(list[0]), by_name);
 	before = strlen(p->layers_excluded);
 	added = layers_add_saved(p, list, n, dir, note, sizeof(note));
 	if (note[0])

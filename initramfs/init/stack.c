@@ -1,10 +1,8 @@
 #include "stack.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -30,11 +28,6 @@ int stack_medium(struct plan *p)
 		return -1;
 	msg("mounted %s (%s) on %s read-only", p->device, p->medium_fstype, dir);
 	return 0;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 void stack_print(const struct plan *p)
@@ -100,32 +93,15 @@ int stack_mount_layer(struct plan *p, struct layer *l)
 
 int stack_layers(struct plan *p)
 {
-	static char names[MAX_LAYERS * 4][128];
+	static char names[MAX_LAYERS * 4][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 4];
 	char live[PATH_LEN + 16], err[300];
-	DIR *d;
-	struct dirent *e;
-	int n = 0, i;
+	int n, i;
 
 	if (snprintf(live, sizeof(live), "%s/medium/live", p->run_live) >= (int)sizeof(live))
 		return fail(ENAMETOOLONG, "layer directory under %s", p->run_live);
-	d = opendir(live);
-	if (!d)
-		return fail(errno, "open the layer directory %s", live);
-	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.' || strlen(e->d_name) >= sizeof(names[0]))
-			continue;
-		if (n == (int)(sizeof(list) / sizeof(list[0]))) {
-			msg("too many files in %s; only the first %d considered", live, n);
-			break;
-		}
-		memcpy(names[n], e->d_name, strlen(e->d_name) + 1);
-		list[n] = names[n];
-		n++;
-	}
-	if (closedir(d) != 0)
-		return fail(errno, "close %s", live);
-	qsort(list, (size_t)n, sizeof(list[0]), by_name);
+	if ((n = dir_names(live, names, list, MAX_LAYERS * 4)) < 0)
+		return -1;
 	if (layers_choose(p, list, n, err, sizeof(err)) < 0)
 		return fail(ENOENT, "choose layers in %s: %s", live, err);
 	if (p->layers_excluded[0])

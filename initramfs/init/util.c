@@ -1,9 +1,11 @@
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -98,6 +100,36 @@ int path_fmt(char *buf, size_t len, const char *fmt, ...)
 	if (n < 0 || (size_t)n >= len)
 		return fail(ENAMETOOLONG, "build the path %s", fmt);
 	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int dir_names(const char *dir, char names[][DIR_NAME_LEN], const char *list[], int max)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return fail(errno, "open the directory %s", dir);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || strlen(e->d_name) >= DIR_NAME_LEN)
+			continue;
+		if (n == max) {
+			msg("too many files in %s; only the first %d considered", dir, n);
+			break;
+		}
+		memcpy(names[n], e->d_name, strlen(e->d_name) + 1);
+		list[n] = names[n];
+		n++;
+	}
+	if (closedir(d) != 0)
+		return fail(errno, "close %s", dir);
+	qsort(list, (size_t)n, sizeof(list[0]), by_name);
+	return n;
 }
 
 int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,

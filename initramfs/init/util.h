@@ -15,6 +15,10 @@ int read_meminfo(const char *path, unsigned long long *total, unsigned long long
 /* snprintf for paths and mount options: truncation is an error (fail() set, -1), never a
  * shorter path that names something else. */
 int path_fmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define DIR_NAME_LEN 128
+/* The names in dir, dot files and longer names passed over, sorted, into names with list[i] pointing at
+ * names[i]; at most max (more is said, the rest left out). How many, or -1 with fail() set. */
+int dir_names(const char *dir, char names[][DIR_NAME_LEN], const char *list[], int max);
 /* Whether the file open on fd (bytes long) lies on its device as one run of blocks in file order: the
  * kernel's block map (FIBMAP) is asked at the first and last block of every step bytes (where its file
  * system may jump: a FAT cluster, a copy chunk; 0 or a step that is not whole blocks: every block).
