@@ -1,5 +1,5 @@
-/* Finding the persistence store for persist.c: a partition by label, UUID or PARTUUID, or an ext4
- * image file on a FAT/exFAT partition of the boot disk. Reads only; attaches loop devices. */
+/* The persistence store for persist.c: a partition by label, UUID or PARTUUID, or an ext4 image file on a
+ * FAT/exFAT partition of the boot disk, found (reading only, attaching loop devices) and checked with e2fsck. */
 #include "store.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 #ifndef LIVE_STORE_H
 #define LIVE_STORE_H
-/* Finding the persistence store (store.c): which device or image file, never formatting or writing. */
+/* The persistence store (store.c): finding the device or image file and checking it; never formatting, and
+ * writing only through e2fsck -p when a journal needs replaying. */
 #include <stdbool.h>
 #include <stddef.h>
 
