@@ -143,7 +143,7 @@ debian_configure() {
 		chroot "$t" systemctl mask "$u" >/dev/null 2>&1 || die "profile $name: systemctl mask $u failed"
 	done
 	# The liveunion command (status, changes, ...) as on the busybox root.
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
+	make -s -C "$TOP/liveunion" OUT="$OUT" static >/dev/null || die "building liveunion/ (static, musl) failed"
 	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
@@ -161,7 +161,7 @@ debian_layer() {
 	mirror=$(debian_mirror "${dc[mirror]:-}")
 	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
 	h=$(printf '%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
-		"$TOP/rootfs/debian.sh" "$TOP/rootfs/liveunion" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+		"$TOP/rootfs/debian.sh" "$TOP/liveunion" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0

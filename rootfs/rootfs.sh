@@ -94,13 +94,13 @@ rootfs_pseudo() {
 stage_rootfs() {
 	local h t mksq
 	mapfile -t mksq < <(rootfs_mksquashfs_files)
-	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")
+	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")
 	if stage_done rootfs "$h" && [ -f "$OUT/rootfs/10-base.squashfs" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
 	# The live system's own command (status, changes, flatten, ...), static so it needs no libraries.
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
+	make -s -C "$TOP/liveunion" OUT="$OUT" static >/dev/null || die "building liveunion/ (static, musl) failed"
 	t=$OUT/rootfs/tree
 	rm -rf "$t" "$OUT/rootfs/10-base.squashfs.tmp"
 	mkdir -p "$t"
