@@ -72,6 +72,9 @@ hash_of() {
 	done | sha256sum | cut -c1-16
 }
 
+# size_text FILE: its size for a person (1.3MiB), by numfmt.
+size_text() { numfmt --to=iec-i --suffix=B --format=%.1f "$(stat -c %s "$1")"; }
+
 # A stage is skipped when its stamp records the same input hash and its outputs exist.
 # Every artefact embeds SOURCE_DATE_EPOCH, so it is part of every stage's key.
 stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2 $SOURCE_DATE_EPOCH" ]; }
@@ -80,6 +83,8 @@ stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2 $SOURCE_DATE_EPOCH" >"$
 STAGES=(kernel initramfs rootfs iso)
 ISO_NAME=liveunion.iso SUMS=SHA256SUMS
 PROFILE_PKGS=(debootstrap)
+# shellcheck source=rootfs/squashfs.sh
+. "$TOP/rootfs/squashfs.sh"
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
 # shellcheck source=initramfs/initramfs.sh
@@ -119,7 +124,7 @@ run_stages() {
 	# --profile; an inherited lock made them wait for it for ever (CI ran out of time there).
 	exec {lock}>&-
 	(cd "$OUT" && sha256sum "$ISO_NAME" >"$SUMS")
-	log "built $OUT/$ISO_NAME ($(du -h "$OUT/$ISO_NAME" | cut -f1)); $(cat "$OUT/$SUMS")"
+	log "built $OUT/$ISO_NAME ($(size_text "$OUT/$ISO_NAME")); $(cat "$OUT/$SUMS")"
 }
 
 STAGE=

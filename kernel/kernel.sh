@@ -104,5 +104,5 @@ stage_kernel() {
 	# The initramfs stage packs its cpio with the kernel's own generator: no root needed for /dev/console.
 	cc -O2 -o "$OUT/kernel/gen_init_cpio" "$src/usr/gen_init_cpio.c" || die "cannot compile usr/gen_init_cpio.c"
 	stage_mark kernel "$h"
-	STAGE_NOTE="$(du -k "$OUT/kernel/bzImage" | cut -f1) KiB"
+	STAGE_NOTE=$(size_text "$OUT/kernel/bzImage")
 }
