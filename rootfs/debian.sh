@@ -143,8 +143,7 @@ debian_configure() {
 		chroot "$t" systemctl mask "$u" >/dev/null 2>&1 || die "profile $name: systemctl mask $u failed"
 	done
 	# The liveunion command (status, changes, ...) as on the busybox root.
-	make -s -C "$TOP/liveunion" OUT="$OUT" static >/dev/null || die "building liveunion/ (static, musl) failed"
-	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	rootfs_liveunion "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
 	if [ -d "$PROFILE_DIR/$name.files" ]; then
@@ -160,8 +159,9 @@ debian_layer() {
 	suite=${dc[suite]:-bookworm}
 	mirror=$(debian_mirror "${dc[mirror]:-}")
 	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
+	rootfs_man
 	h=$(printf '%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
-		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0
