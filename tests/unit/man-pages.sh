@@ -32,16 +32,16 @@ keys_match() {
 	diff <("$init" --help-keys | tail -n +2 | cut -f1) \
 		<(sed -n 's/^\\fB\(live\.[a-z.]*\)=\\fR.*/\1/p' "$1" | sed 's/\\-/-/g')
 }
-# lint PAGE: nothing from groff's warnings (all of them) nor from mandoc's checker
+for c in groff mandoc man; do
+	command -v "$c" >/dev/null || { echo "FAIL $c missing (apt-get install -y groff-base mandoc man-db)"; echo "0 passed, 1 failed"; exit 1; }
+done
+
+# lint PAGE: nothing from groff's warnings (all of them) nor from mandoc's checker (style notes included)
 lint() {
 	local out
-	if ! out=$(groff -z -ww -man "$1" 2>&1) || [ -n "$out" ]; then
+	if ! out=$( { groff -z -ww -man "$1" && mandoc -Tlint "$1"; } 2>&1) || [ -n "$out" ]; then
 		printf '%s\n' "$out"
 		return 1
-	fi
-	if command -v mandoc >/dev/null; then
-		out=$(mandoc -Tlint "$1" 2>&1)
-		[ -z "$out" ] || { printf '%s\n' "$out"; return 1; }
 	fi
 }
 fails() { ! "$@" >/dev/null 2>&1; } # the other way: a broken input must be caught
