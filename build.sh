@@ -88,6 +88,8 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/rootfs/squashfs.sh"
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
+# shellcheck source=kernel/headers.sh
+. "$TOP/kernel/headers.sh"
 # shellcheck source=initramfs/initramfs.sh
 . "$TOP/initramfs/initramfs.sh"
 # shellcheck source=rootfs/rootfs.sh

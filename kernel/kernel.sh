@@ -61,7 +61,7 @@ stage_kernel() {
 	local id h src build mk
 	id=$(kernel_src_id)
 	h=$(printf '%s\n%s\n' "$id" "$(hash_of "$TOP/kernel/patches" "$TOP/configs/kernel" "$TOP/kernel/kernel.sh")" | sha256sum | cut -c1-16)
-	if stage_done kernel "$h" && [ -f "$OUT/kernel/bzImage" ] && [ -d "$OUT/kernel/headers/include/linux" ]; then
+	if stage_done kernel "$h" && [ -f "$OUT/kernel/bzImage" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
@@ -97,12 +97,8 @@ stage_kernel() {
 	"${mk[@]}" bzImage >"$build/make.log" 2>&1 || { tail -n 30 "$build/make.log" >&2; die "kernel build failed (log: $build/make.log)"; }
 	cp "$build/arch/x86/boot/bzImage" "$OUT/kernel/bzImage.tmp" && mv "$OUT/kernel/bzImage.tmp" "$OUT/kernel/bzImage"
 	cp "$build/.config" "$OUT/kernel/config"
-	# The kernel's own UAPI headers for the init (loop, device-mapper, new mount API, ...): musl brings none,
-	# and these match the kernel the init runs on.
-	rm -rf "$OUT/kernel/headers"
-	"${mk[@]}" INSTALL_HDR_PATH="$OUT/kernel/headers" headers_install >/dev/null || die "make headers_install failed"
 	# The initramfs stage packs its cpio with the kernel's own generator: no root needed for /dev/console.
 	cc -O2 -o "$OUT/kernel/gen_init_cpio" "$src/usr/gen_init_cpio.c" || die "cannot compile usr/gen_init_cpio.c"
 	stage_mark kernel "$h"
-	STAGE_NOTE=$(size_text "$OUT/kernel/bzImage")
+	STAGE_NOTE="$(du -k "$OUT/kernel/bzImage" | cut -f1) KiB"
 }
