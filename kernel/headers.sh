@@ -13,7 +13,7 @@ kernel_headers() {
 	fi
 	[ -n "$src" ] || die "no kernel source under $OUT/kernel for the init's kernel headers: run the kernel stage first"
 	rm -rf "$dst" "$OUT/kernel/headers-build"
-	make -s -C "$src" O="$OUT/kernel/headers-build" ARCH=x86_64 INSTALL_HDR_PATH="$dst" headers_install >/dev/null ||
+	make -s -C "$src" O="$OUT/kernel/headers-build" ARCH=x86_64 -j"${JOBS:-1}" INSTALL_HDR_PATH="$dst" headers_install >/dev/null ||
 		die "make headers_install in $src failed"
 	rm -rf "$OUT/kernel/headers-build"
 	basename "$src" >"$dst/.source"
