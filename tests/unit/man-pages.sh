@@ -97,7 +97,8 @@ check "an option the page lacks is caught" fails same_opts "$tmp/fewer.1"
 # make install on a host: the command and both pages, under DESTDIR and PREFIX.
 d=$tmp/dest
 make -s -C "$TOP/liveunion" OUT="$OUT" INIT="$init" DESTDIR="$d" PREFIX=/usr install >/dev/null 2>&1
-check "make install: bin/liveunion runs" "$d/usr/bin/liveunion" --help >/dev/null
+runs() { "$@" >/dev/null; }
+check "make install: bin/liveunion runs" runs "$d/usr/bin/liveunion" --help
 check "make install: man1/liveunion.1 renders" renders "$d/usr/share/man/man1/liveunion.1"
 check "make install: man7/liveunion-boot.7 is the generated page" cmp -s "$gen" "$d/usr/share/man/man7/liveunion-boot.7"
 echo "$pass passed, $fail failed"
