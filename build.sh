@@ -32,7 +32,7 @@ export SOURCE_DATE_EPOCH
 
 BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
-	grub-efi-amd64-bin grub-common mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin rsync)
+	grub-efi-amd64-bin grub-common mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin)
 TEST_PKGS=(qemu-system-x86 ovmf shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc man-db
 	groff-base)
 
@@ -88,8 +88,6 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/rootfs/squashfs.sh"
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
-# shellcheck source=kernel/headers.sh
-. "$TOP/kernel/headers.sh"
 # shellcheck source=initramfs/initramfs.sh
 . "$TOP/initramfs/initramfs.sh"
 # shellcheck source=rootfs/rootfs.sh

@@ -30,7 +30,6 @@ build() {
 	mkdir -p "$d/kernel" "$d/stamps"
 	cp "$OUT/kernel/bzImage" "$d/kernel/"
 	[ -x "$OUT/kernel/gen_init_cpio" ] && cp "$OUT/kernel/gen_init_cpio" "$d/kernel/"
-	cp -a "$OUT/kernel/headers" "$d/kernel/" # the init's UAPI headers (kernel/headers.sh), from the same kernel
 	# the kernel stamp records the epoch it was built with: this one is rewritten for the epoch asked
 	printf '%s %s\n' "$(cut -d' ' -f1 "$OUT/stamps/kernel")" "$2" >"$d/stamps/kernel"
 	OUT=$d SOURCE_DATE_EPOCH=$2 "$TOP/build.sh" >"$d.log" 2>&1
