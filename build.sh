@@ -33,7 +33,8 @@ export SOURCE_DATE_EPOCH
 BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
 	grub-efi-amd64-bin grub-common mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin)
-TEST_PKGS=(qemu-system-x86 ovmf shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse)
+TEST_PKGS=(qemu-system-x86 ovmf shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc man-db
+	groff-base)
 
 log() { printf '%s\n' "liveunion: $*" >&2; }
 die() { printf '%s\n' "liveunion: ${STAGE:+$STAGE: }error: $*" >&2; exit 1; }
@@ -72,6 +73,9 @@ hash_of() {
 	done | sha256sum | cut -c1-16
 }
 
+# size_text FILE: its size for a person (1.3MiB), by numfmt.
+size_text() { numfmt --to=iec-i --suffix=B --format=%.1f "$(stat -c %s "$1")"; }
+
 # A stage is skipped when its stamp records the same input hash and its outputs exist.
 # Every artefact embeds SOURCE_DATE_EPOCH, so it is part of every stage's key.
 stage_done() { [ -f "$OUT/stamps/$1" ] && [ "$(cat "$OUT/stamps/$1")" = "$2 $SOURCE_DATE_EPOCH" ]; }
@@ -80,6 +84,8 @@ stage_mark() { mkdir -p "$OUT/stamps"; printf '%s\n' "$2 $SOURCE_DATE_EPOCH" >"$
 STAGES=(kernel initramfs rootfs iso)
 ISO_NAME=liveunion.iso SUMS=SHA256SUMS
 PROFILE_PKGS=(debootstrap)
+# shellcheck source=rootfs/squashfs.sh
+. "$TOP/rootfs/squashfs.sh"
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
 # shellcheck source=initramfs/initramfs.sh
@@ -119,7 +125,7 @@ run_stages() {
 	# --profile; an inherited lock made them wait for it for ever (CI ran out of time there).
 	exec {lock}>&-
 	(cd "$OUT" && sha256sum "$ISO_NAME" >"$SUMS")
-	log "built $OUT/$ISO_NAME ($(du -h "$OUT/$ISO_NAME" | cut -f1)); $(cat "$OUT/$SUMS")"
+	log "built $OUT/$ISO_NAME ($(size_text "$OUT/$ISO_NAME")); $(cat "$OUT/$SUMS")"
 }
 
 STAGE=

@@ -60,10 +60,7 @@ iso_dir_layer() {
 	local d=$1 out
 	out=$2/$(basename "$d").squashfs
 	mkdir -p "$2"
-	env -u SOURCE_DATE_EPOCH mksquashfs "$d" "$out.tmp" -noappend -quiet -no-progress -comp zstd -b 256K \
-		-xattrs -mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null ||
-		die "mksquashfs of layer directory $d failed"
-	mv "$out.tmp" "$out"
+	squashfs_make "$d" "$out" -xattrs || die "mksquashfs of layer directory $d failed"
 	printf '%s\n' "$out"
 }
 
@@ -166,5 +163,5 @@ iso_assemble() {
 		"$t" || die "xorriso failed"
 	mv "$iso.tmp" "$iso"
 	stage_mark "$stamp" "$h"
-	STAGE_NOTE="$(du -k "$iso" | cut -f1) KiB, UUID $grubuuid"
+	STAGE_NOTE="$(size_text "$iso"), UUID $grubuuid"
 }

@@ -32,12 +32,9 @@ done
 out=${out:-$OUT/liveunion-usb.img}
 [ -f "$iso" ] || die "no ISO at $iso: run ./build.sh first"
 case "$size" in
-*[kK]) bytes=$((${size%?} * 1024)) ;;
-*[mM]) bytes=$((${size%?} * 1024 * 1024)) ;;
-*[gG]) bytes=$((${size%?} * 1024 * 1024 * 1024)) ;;
-*[!0-9]* | '') die "--persist-size: want a size like 256M or 2G, got '$size'" ;;
-*) bytes=$size ;;
+'' | *[!0-9kKmMgG]* | [!0-9]* | *[kKmMgG]?*) die "--persist-size: want a size like 256M or 2G, got '$size'" ;;
 esac
+bytes=$(numfmt --from=iec "${size^^}") || die "--persist-size: want a size like 256M or 2G, got '$size'"
 [ "$bytes" -ge $((8 * 1024 * 1024)) ] || die "--persist-size: at least 8M"
 [ "$fs" = vfat ] || [ "$mode" = file ] || die "--exfat goes with --file (the image file lives on the exFAT partition)"
 
@@ -96,7 +93,7 @@ printf 'start=%s, size=%s, type=%s\n' "$start" "$psect" "$ptype" |
 	sfdisk --append --no-reread --no-tell-kernel -q "$out.tmp" >/dev/null 2>&1 || die "sfdisk could not append partition 3"
 cmp -n $((iso_bytes - 512)) -i 512 "$iso" "$out.tmp" >/dev/null || die "the ISO bytes changed (after the MBR): refusing the image"
 mv "$out.tmp" "$out"
-log "$out: $(du -h --apparent-size "$out" | cut -f1), ISO + partition 3 ($([ "$mode" = part ] && echo "ext4 liveunion-rw" || echo "$fs with liveunion-rw.img"), $size)"
+log "$out: $(numfmt --to=iec-i --suffix=B --format=%.1f "$(stat -c %s "$out")"), ISO + partition 3 ($([ "$mode" = part ] && echo "ext4 liveunion-rw" || echo "$fs with liveunion-rw.img"), $size)"
 
 [ -n "$device" ] || exit 0
 # A real device: never one in use, never the disk the running system lives on.

@@ -143,8 +143,7 @@ debian_configure() {
 		chroot "$t" systemctl mask "$u" >/dev/null 2>&1 || die "profile $name: systemctl mask $u failed"
 	done
 	# The liveunion command (status, changes, ...) as on the busybox root.
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
-	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	rootfs_liveunion "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
 	if [ -d "$PROFILE_DIR/$name.files" ]; then
@@ -160,28 +159,26 @@ debian_layer() {
 	suite=${dc[suite]:-bookworm}
 	mirror=$(debian_mirror "${dc[mirror]:-}")
 	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
+	rootfs_man
 	h=$(printf '%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
-		"$TOP/rootfs/debian.sh" "$TOP/rootfs/liveunion" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0
 	fi
 	t0=$SECONDS
 	t=$(dirname "$out")/tree
-	rm -rf "$t" "$out.tmp"
+	rm -rf "$t"
 	mkdir -p "$(dirname "$out")"
 	cp -a "$tree" "$t" || die "cannot copy the debootstrap tree $tree"
 	debian_configure "$t" "$name" "$2"
 	# Real owners and xattrs are kept: this tree was made as root. squashfs-tools 4.5 cannot store POSIX ACLs and
 	# says so; the only one (on /var/log/journal) is set again at boot by systemd-tmpfiles.
-	if ! env -u SOURCE_DATE_EPOCH mksquashfs "$t" "$out.tmp" -noappend -quiet -no-progress -comp zstd \
-		-Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs \
-		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" 2>&1 >/dev/null |
+	if ! squashfs_make "$t" "$out" -comp zstd -Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs 2>&1 |
 		{ grep -v '^Unrecognised xattr prefix system\.posix_acl_' >&2 || true; }; then
 		die "mksquashfs of $t failed"
 	fi
-	mv "$out.tmp" "$out"
 	rm -rf "$t"
 	stage_mark "profile-$name-layer" "$h"
-	log "  $(basename "$out"): $(du -k "$out" | cut -f1) KiB in $((SECONDS - t0))s"
+	log "  $(basename "$out"): $(size_text "$out") in $((SECONDS - t0))s"
 }

@@ -21,15 +21,17 @@ kiosk_cmdline() {
 	fi
 }
 
-# kiosk_add_user DIR USER HOME: USER as a system user (uid = gid, the first free one below 1000 from 999 down).
+# kiosk_add_user DIR USER HOME: USER as a system user (uid = gid, the first free one below 1000 from 999 down),
+# by useradd on DIR's etc files (--prefix: no chroot, nothing of the build host's own files); its shadow date is
+# SOURCE_DATE_EPOCH's day (shadow 4.9+ reads it). The id is chosen here because useradd picks uid and gid apart.
 kiosk_add_user() {
 	local d=$1 user=$2 home=$3 id=999
 	grep -q "^$user:" "$d/etc/passwd" && die "kiosk.user=$user already exists in the base layer"
 	while cut -d: -f3 "$d/etc/passwd" | grep -qx "$id" || cut -d: -f3 "$d/etc/group" | grep -qx "$id"; do id=$((id - 1)); done
-	printf '%s:x:%s:%s:Kiosk application:%s:/usr/sbin/nologin\n' "$user" "$id" "$id" "$home" >>"$d/etc/passwd"
-	printf '%s:x:%s:\n' "$user" "$id" >>"$d/etc/group"
-	printf '%s:!:%s::::::\n' "$user" "$(($(date -u -d "@$SOURCE_DATE_EPOCH" +%s) / 86400))" >>"$d/etc/shadow"
-	printf '%s:!::\n' "$user" >>"$d/etc/gshadow"
+	useradd --prefix "$d" --system --uid "$id" --user-group --comment "Kiosk application" --home-dir "$home" \
+		--no-create-home --shell /usr/sbin/nologin "$user" >&2 || die "useradd --prefix $d $user failed"
+	# its backups (passwd- ...) would go into the layer
+	rm -f "$d"/etc/passwd- "$d"/etc/group- "$d"/etc/shadow- "$d"/etc/gshadow-
 	printf '%s\n' "$id"
 }
 
@@ -44,14 +46,14 @@ kiosk_layer() {
 	case "$data" in /*) ;; *) die "profile $name: kiosk.data=$data is not an absolute path" ;; esac
 	base=${PLAYERS[0]:-}
 	[ -f "$base" ] || die "profile $name: no base layer was made before it"
-	h=$(printf '%s\n' "$(hash_of "$base" "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" "$TOP/rootfs/kiosk.sh")" | sha256sum | cut -c1-16)
+	h=$(printf '%s\n' "$(hash_of "$base" "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" "$TOP/rootfs/kiosk.sh" "$TOP/rootfs/squashfs.sh")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0
 	fi
 	t0=$SECONDS
 	d=$3.d
-	rm -rf "$d" "$out.tmp"
+	rm -rf "$d"
 	mkdir -p "$(dirname "$d")"
 	unsquashfs -q -n -f -d "$d" "$base" etc/passwd etc/group etc/shadow etc/gshadow >/dev/null ||
 		die "cannot read the user files of $base"
@@ -100,10 +102,8 @@ kiosk_layer() {
 		printf '# Made by rootfs/kiosk.sh: the hardware watchdog resets the machine if systemd stops answering.\n[Manager]\nRuntimeWatchdogSec=%s\n' \
 			"${kcf[kiosk.watchdog]}" >"$d/etc/systemd/system.conf.d/liveunion-watchdog.conf"
 	fi
-	env -u SOURCE_DATE_EPOCH mksquashfs "$d" "$out.tmp" -noappend -quiet -no-progress -comp zstd -b 256K -xattrs \
-		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null || die "mksquashfs of $d failed"
-	mv "$out.tmp" "$out"
+	squashfs_make "$d" "$out" -xattrs || die "mksquashfs of $d failed"
 	rm -rf "$d"
 	stage_mark "profile-$name-layer" "$h"
-	log "  $(basename "$out"): $(du -k "$out" | cut -f1) KiB in $((SECONDS - t0))s"
+	log "  $(basename "$out"): $(size_text "$out") in $((SECONDS - t0))s"
 }

@@ -17,7 +17,7 @@ rootfs_tree() {
 		ln -sf "$(realpath -m --relative-to="/$dir" /bin/busybox)" "$t/$a"
 	done
 	[ -e "$t/sbin/init" ] || ln -s ../bin/busybox "$t/sbin/init"
-	install -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	rootfs_liveunion "$t"
 	rootfs_mksquashfs "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	cat >"$t/usr/lib/os-release" <<-EOT
@@ -37,6 +37,24 @@ rootfs_tree() {
 	The stack is in /run/live (plan, medium, layers, upper).
 
 	EOT
+}
+
+# rootfs_man: out/liveunion/man/liveunion-boot.7 from the init the initramfs stage built, before a stage's
+# hash (a new init with the same keys gives the same page, and the layer is not made again).
+rootfs_man() {
+	make -s -C "$TOP/liveunion" OUT="$OUT" INIT="$OUT/initramfs/init" man >/dev/null ||
+		die "generating liveunion-boot(7) from $OUT/initramfs/init failed"
+}
+
+# rootfs_liveunion TREE: the liveunion command (static, musl) and its man pages, liveunion(1) and
+# liveunion-boot(7) (generated from the key table of the init the initramfs stage built), as every live root
+# (the busybox one and the profiles') carries them.
+rootfs_liveunion() {
+	local t=$1
+	make -s -C "$TOP/liveunion" OUT="$OUT" static >/dev/null || die "building liveunion/ (static, musl) failed"
+	install -D -m 0755 "$OUT/liveunion/liveunion.static" "$t/usr/bin/liveunion"
+	install -D -m 0644 "$TOP/liveunion/man/liveunion.1" "$t/usr/share/man/man1/liveunion.1"
+	install -D -m 0644 "$OUT/liveunion/man/liveunion-boot.7" "$t/usr/share/man/man7/liveunion-boot.7"
 }
 
 # `liveunion save` packs the upper with mksquashfs: the build host's (squashfs-tools), with the shared
@@ -94,25 +112,21 @@ rootfs_pseudo() {
 stage_rootfs() {
 	local h t mksq
 	mapfile -t mksq < <(rootfs_mksquashfs_files)
-	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/liveunion" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")
+	rootfs_man
+	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" \
+		"$OUT/liveunion/man/liveunion-boot.7" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")
 	if stage_done rootfs "$h" && [ -f "$OUT/rootfs/10-base.squashfs" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
-	# The live system's own command (status, changes, flatten, ...), static so it needs no libraries.
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null || die "building rootfs/liveunion (static, musl) failed"
 	t=$OUT/rootfs/tree
-	rm -rf "$t" "$OUT/rootfs/10-base.squashfs.tmp"
+	rm -rf "$t"
 	mkdir -p "$t"
 	rootfs_tree "$t"
 	rootfs_pseudo >"$OUT/rootfs/pseudo"
-	# Reproducible: fixed times given explicitly (mksquashfs refuses them together with SOURCE_DATE_EPOCH).
 	# zstd, not xz: it decompresses several times faster; under TCG /init to rcS went from 0.69 s to 0.43 s.
-	env -u SOURCE_DATE_EPOCH mksquashfs "$t" "$OUT/rootfs/10-base.squashfs.tmp" -noappend -quiet -no-progress \
-		-comp zstd -Xcompression-level 19 -b 256K -all-root -pf "$OUT/rootfs/pseudo" \
-		-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null ||
-		die "mksquashfs of $t failed"
-	mv "$OUT/rootfs/10-base.squashfs.tmp" "$OUT/rootfs/10-base.squashfs"
+	squashfs_make "$t" "$OUT/rootfs/10-base.squashfs" -comp zstd -Xcompression-level 19 -b 256K -all-root \
+		-pf "$OUT/rootfs/pseudo" || die "mksquashfs of $t failed"
 	stage_mark rootfs "$h"
-	STAGE_NOTE="$(du -k "$OUT/rootfs/10-base.squashfs" | cut -f1) KiB"
+	STAGE_NOTE=$(size_text "$OUT/rootfs/10-base.squashfs")
 }

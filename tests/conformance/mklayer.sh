@@ -17,6 +17,8 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct -- VERSION 2>/dev/null || true)
 	SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
 fi
+# shellcheck source=rootfs/squashfs.sh
+. "$TOP/rootfs/squashfs.sh"
 LAYER=$OUT/tests/90-conformance.squashfs
 STAMP=$OUT/tests/90-conformance.stamp
 # The 256-byte name: NAME_MAX checks read it through the union (lookups of long lower names must keep working).
@@ -41,9 +43,7 @@ mkdir -p "$bin" "$work/tree/srv"
 make -s -C "$HERE" OUTDIR="$bin" "$bin/unionconf" "$bin/getconf" || die "building unionconf failed"
 "$bin/unionconf" --make-fixtures "$work/tree/srv/unionconf" --epoch "$SOURCE_DATE_EPOCH" || die "making the fixtures failed"
 rm -f "$LAYER" "$STAMP"
-env -u SOURCE_DATE_EPOCH mksquashfs "$work/tree" "$LAYER.tmp" -noappend -quiet -no-progress -comp xz -xattrs \
-	-p "srv/unionconf/$LONG_NAME f 644 0 0 echo long" \
-	-mkfs-time "$SOURCE_DATE_EPOCH" -all-time "$SOURCE_DATE_EPOCH" >/dev/null || die "mksquashfs failed"
-mv "$LAYER.tmp" "$LAYER"
+squashfs_make "$work/tree" "$LAYER" -comp xz -xattrs -p "srv/unionconf/$LONG_NAME f 644 0 0 echo long" ||
+	die "mksquashfs failed"
 printf '%s\n' "$key" >"$STAMP"
 printf 'mklayer: %s (%s bytes)\n' "$LAYER" "$(stat -c %s "$LAYER")"

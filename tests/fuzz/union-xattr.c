@@ -1,5 +1,5 @@
 /* union-xattr.c - libFuzzer target for the overlay xattr and whiteout parsing
- * (rootfs/liveunion/union_xattr.c). The first byte picks the parser. */
+ * (liveunion/lib/union_xattr.c). The first byte picks the parser. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

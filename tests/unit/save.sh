@@ -40,7 +40,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" >/dev/null
+make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null
 # /run of this namespace only: no store, no /run/live, whatever the build host has
 mount -t tmpfs tmpfs /run
 

@@ -14,15 +14,15 @@ umask 022
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$TOP/out}
 B=$OUT/tests/union-diff
-LIB=$TOP/rootfs/liveunion
+LU=$TOP/liveunion
 COUNT=${UNION_DIFF_COUNT:-1000}
 SEED=${UNION_DIFF_SEED:-1}
 if [ "$(id -u)" != 0 ]; then echo "needs root"; echo "0 passed, 1 failed"; exit 1; fi
 mkdir -p "$B/work"
-make -s -C "$LIB" OUT="$OUT" >/dev/null
-cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation -g -O1 \
-	-fsanitize=address,undefined -fno-sanitize-recover=all -I"$LIB" -o "$B/union-diff" \
-	"$TOP/tests/unit/union-diff.c" "$TOP/tests/unit/union-list.c" "$LIB"/union_*.c
+make -s -C "$LU" OUT="$OUT" all san >/dev/null
+read -ra cf < <(make -s -C "$LU" print-cflags-san)
+cc "${cf[@]}" -Wno-format-truncation -o "$B/union-diff" \
+	"$TOP/tests/unit/union-diff.c" "$TOP/tests/unit/union-list.c" "$OUT/liveunion/san/libliveunion.a"
 diff_run() { unshare -m --propagation private "$B/union-diff" "$@" "$B/work"; }
 rc=0
 cov=(); [ "$COUNT" -lt 500 ] || cov=(-C)   # a short run (UNION_DIFF_COUNT) may miss a rare feature

@@ -8,7 +8,7 @@ umask 022
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 OUT=${OUT:-$TOP/out}
 B=$OUT/tests/union-lib
-LIB=$TOP/rootfs/liveunion
+LU=$TOP/liveunion
 mkdir -p "$B"
 pass=0 fail=0
 step() { # name command...
@@ -16,10 +16,12 @@ step() { # name command...
 	if "$@"; then pass=$((pass + 1)); echo "ok   $name"
 	else fail=$((fail + 1)); echo "FAIL $name"; fi
 }
-san=(-g -O1 "-fsanitize=address,undefined" -fno-sanitize-recover=all)
+# The library as liveunion/Makefile builds it (ASan/UBSan flavour), and its flags for the test's own source.
 build_unit() {
-	cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wno-format-truncation "${san[@]}" -I"$LIB" -o "$B/union-lib-test" \
-		"$TOP/tests/unit/union-lib-test.c" "$LIB"/union_*.c
+	local cf
+	make -s -C "$LU" OUT="$OUT" san >/dev/null && read -ra cf < <(make -s -C "$LU" print-cflags-san) &&
+		cc "${cf[@]}" -Wno-format-truncation -o "$B/union-lib-test" "$TOP/tests/unit/union-lib-test.c" \
+			"$OUT/liveunion/san/libliveunion.a"
 }
 run_unit() {
 	local t rc=0
@@ -29,8 +31,9 @@ run_unit() {
 	return $rc
 }
 build_fuzz() {
-	clang -g -O1 -fsanitize=fuzzer,address,undefined -I"$LIB" -o "$B/union-xattr-fuzz" \
-		"$TOP/tests/fuzz/union-xattr.c" "$LIB/union_xattr.c"
+	local cf
+	make -s -C "$LU" OUT="$OUT" fuzz >/dev/null && read -ra cf < <(make -s -C "$LU" print-cflags-fuzz) &&
+		clang "${cf[@]}" -o "$B/union-xattr-fuzz" "$TOP/tests/fuzz/union-xattr.c" "$OUT/liveunion/fuzz/libliveunion.a"
 }
 run_fuzz() {
 	mkdir -p "$B/corpus"
@@ -39,7 +42,7 @@ run_fuzz() {
 		{ tail -30 "$B/fuzz.log"; return 1; }
 	grep -E '^stat::(number_of_executed_units|new_units_added)' "$B/fuzz.log"
 }
-build_cmd() { make -s -C "$LIB" OUT="$OUT" >/dev/null; }
+build_cmd() { make -s -C "$LU" OUT="$OUT" >/dev/null; }
 
 if [ "$(id -u)" != 0 ]; then echo "needs root"; echo "0 passed, 1 failed"; exit 1; fi
 step "build unit tests (ASan/UBSan)" build_unit

@@ -10,7 +10,7 @@ OUT=${OUT:-$TOP/out}
 LU=$OUT/liveunion/liveunion
 if [ "$(id -u)" != 0 ]; then echo "needs root"; echo "0 passed, 1 failed"; exit 1; fi
 if [ "${1:-}" != inner ]; then
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" >/dev/null
+	make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null
 	exec unshare -m --propagation private "$0" inner
 fi
 T=$(mktemp -d)
@@ -152,7 +152,7 @@ if setpriv --reuid=nobody --regid=nogroup --clear-groups "$LU" flatten --userxat
 	umount sq
 else no "flatten to squashfs without root"; cat nob.err; fi
 if command -v musl-gcc >/dev/null; then
-	make -s -C "$TOP/rootfs/liveunion" OUT="$OUT" static >/dev/null
+	make -s -C "$TOP/liveunion" OUT="$OUT" static >/dev/null
 	"$OUT/liveunion/liveunion.static" flatten S l0 l1 -o flat-static
 	expect "static (musl) binary flattens the same tree" diff <(tree_sum m) <(tree_sum flat-static)
 else no "static (musl) binary: musl-gcc missing (apt-get install -y musl-tools)"; fi

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+#include "liveunion/contract.h"
 #include "tool.h"
 
 #define MAX_TMP 64
@@ -69,8 +70,8 @@ static int is_store(const char *dir, char *up, size_t sz)
 	struct stat a, b;
 	char u[4096], w[4096];
 
-	snprintf(u, sizeof u, "%s/upper", dir);
-	snprintf(w, sizeof w, "%s/work", dir);
+	snprintf(u, sizeof u, "%s/" STORE_UPPER, dir);
+	snprintf(w, sizeof w, "%s/" STORE_WORK, dir);
 	if (stat(u, &a) < 0 || stat(w, &b) < 0 || !S_ISDIR(a.st_mode) || !S_ISDIR(b.st_mode))
 		return 0;
 	snprintf(up, sz, "%s", u);
@@ -153,7 +154,7 @@ int layer_looks_like_upper(const char *dir, int store, char *why, size_t whysz)
 	}
 	if (store == 1)
 		return 1;
-	snprintf(w, sizeof w, "%s/../work", dir);
+	snprintf(w, sizeof w, "%s/../" STORE_WORK, dir);
 	if (store != 2 && access(w, F_OK) == 0)
 		return 1;
 	if (lgetxattr(dir, "trusted.overlay.origin", v, sizeof v) >= 0 ||

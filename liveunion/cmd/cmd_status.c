@@ -2,9 +2,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include "liveunion/contract.h"
 #include "tool.h"
 
-#define PLAN "/run/live/plan"
+#define PLAN LIVE_RUN "/" LIVE_PLAN
 
 int cmd_status(int argc, char **argv)
 {

@@ -16,12 +16,12 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "liveunion/contract.h"
 #include "tool.h"
 
-#define RUN_LIVE "/run/live"
-#define UPPER RUN_LIVE "/upper/upper"
-#define STORE RUN_LIVE "/store"
-#define STORE_LAYERS "liveunion-v1/layers"
+#define UPPER LIVE_RUN "/" LIVE_UPPER "/" STORE_UPPER
+#define STORE LIVE_RUN "/" LIVE_STORE
+#define SAVED_LAYERS STORE_VDIR "/" STORE_LAYERS
 #define NAME_MAX_LEN 40
 /* A first saved layer goes above 10-base, the usual bottom layer, with room below it. */
 #define NN_FIRST 20
@@ -38,7 +38,7 @@ static int usage(FILE *f, int rc)
 	fprintf(f, "usage: " PROG " save NAME [--to DIR] [--upper DIR]\n"
 		   "Write the changes of this session (the overlay upper " UPPER ") as the layer NN-NAME.squashfs.\n"
 		   "NAME: 1 to %d of a-z 0-9 _ -. NN: one above the highest layer number in use.\n"
-		   "  (default)    into the persistence store: " STORE "/" STORE_LAYERS "/ (mounted read-write);\n"
+		   "  (default)    into the persistence store: " STORE "/" SAVED_LAYERS "/ (mounted read-write);\n"
 		   "               the next boot from the same stick stacks it on top of the medium's layers\n"
 		   "  --to DIR     into DIR instead (a stick, /tmp, ...)\n"
 		   "  --upper DIR  save DIR instead of the running system's upper (offline, on a build host)\n",
@@ -61,10 +61,8 @@ static int name_ok(const char *n)
 /* NN of "NN-rest", else -1; *rest points after the dash. */
 static int nn_of(const char *e, const char **rest)
 {
-	if (!isdigit((unsigned char)e[0]) || !isdigit((unsigned char)e[1]) || e[2] != '-')
-		return -1;
 	*rest = e + 3;
-	return (e[0] - '0') * 10 + (e[1] - '0');
+	return layer_nn(e);
 }
 
 /* Whether rest is NAME, or NAME.squashfs. */
@@ -72,7 +70,7 @@ static int rest_is(const char *rest, const char *name)
 {
 	size_t n = strlen(name);
 
-	return !strncmp(rest, name, n) && (!rest[n] || !strcmp(rest + n, ".squashfs"));
+	return !strncmp(rest, name, n) && (!rest[n] || !strcmp(rest + n, LAYER_SUFFIX));
 }
 
 /* Highest NN in dir (into *max) and whether a layer NAME is there (*clash gets the entry). A missing
@@ -103,16 +101,17 @@ static void scan_plan_excluded(const char *name, int *max, char *clash, size_t c
 {
 	char line[4096], *tok, *save;
 	const char *rest;
-	FILE *f = fopen(RUN_LIVE "/plan", "r");
+	FILE *f = fopen(LIVE_RUN "/" LIVE_PLAN, "r");
+	const size_t klen = strlen(PLAN_LAYERS_EXCLUDED "=");
 	int nn;
 
 	if (!f)
 		return;
 	while (fgets(line, sizeof line, f)) {
-		if (strncmp(line, "layers.excluded=", 16))
+		if (strncmp(line, PLAN_LAYERS_EXCLUDED "=", klen))
 			continue;
 		line[strcspn(line, "\n")] = '\0';
-		for (tok = strtok_r(line + 16, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (tok = strtok_r(line + klen, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 			if ((nn = nn_of(tok, &rest)) < 0)
 				continue;
 			if (nn > *max)
@@ -130,8 +129,8 @@ static int store_dest(char *dest, size_t len)
 	struct stat st, run;
 	struct statvfs vfs;
 
-	if (stat(STORE, &st) != 0 || stat(RUN_LIVE, &run) != 0 || st.st_dev == run.st_dev) {
-		fprintf(stderr, PROG " save: no persistence store is mounted at " STORE " (looked for " STORE "/" STORE_LAYERS
+	if (stat(STORE, &st) != 0 || stat(LIVE_RUN, &run) != 0 || st.st_dev == run.st_dev) {
+		fprintf(stderr, PROG " save: no persistence store is mounted at " STORE " (looked for " STORE "/" SAVED_LAYERS
 				"/): this boot has none.\n"
 				"  Use --to DIR to write the layer somewhere else (a stick, or /tmp to copy it later).\n");
 		return -1;
@@ -142,7 +141,7 @@ static int store_dest(char *dest, size_t len)
 				"  Use --to DIR to write the layer somewhere else, or boot with persistence.\n");
 		return -1;
 	}
-	snprintf(dest, len, "%s/%s", STORE, STORE_LAYERS);
+	snprintf(dest, len, "%s/%s", STORE, SAVED_LAYERS);
 	if (mkdir(dest, 0755) != 0 && errno != EEXIST) {
 		fprintf(stderr, PROG " save: mkdir %s: %s\n", dest, strerror(errno));
 		return -1;
@@ -287,8 +286,8 @@ int cmd_save(int argc, char **argv)
 	} else if (store_dest(dest, sizeof dest) != 0) {
 		return 1;
 	}
-	if (scan(RUN_LIVE "/layers", name, &max, clash, sizeof clash) != 0) {
-		fprintf(stderr, PROG " save: read " RUN_LIVE "/layers: %s\n", strerror(errno));
+	if (scan(LIVE_RUN "/" LIVE_LAYERS, name, &max, clash, sizeof clash) != 0) {
+		fprintf(stderr, PROG " save: read " LIVE_RUN "/" LIVE_LAYERS ": %s\n", strerror(errno));
 		return 1;
 	}
 	if (scan(dest, name, &max, clash, sizeof clash) != 0) {
@@ -302,13 +301,13 @@ int cmd_save(int argc, char **argv)
 		return 1;
 	}
 	nn = max < 0 ? NN_FIRST : max + 1;
-	if (nn > 99) {
-		fprintf(stderr, PROG " save: no layer number left: 99 is in use (in " RUN_LIVE "/layers or %s); "
-				"merge layers with '" PROG " flatten' first\n", dest);
+	if (nn > LAYER_NN_MAX) {
+		fprintf(stderr, PROG " save: no layer number left: %d is in use (in " LIVE_RUN "/" LIVE_LAYERS " or %s); "
+				"merge layers with '" PROG " flatten' first\n", LAYER_NN_MAX, dest);
 		return 1;
 	}
-	snprintf(final, sizeof final, "%s/%02d-%s.squashfs", dest, nn, name);
-	snprintf(tmpname, sizeof tmpname, ".%02d-%s.squashfs.tmp-%ld", nn, name, (long)getpid());
+	snprintf(final, sizeof final, "%s/%02d-%s" LAYER_SUFFIX, dest, nn, name);
+	snprintf(tmpname, sizeof tmpname, ".%02d-%s" LAYER_SUFFIX ".tmp-%ld", nn, name, (long)getpid());
 	snprintf(tmp, sizeof tmp, "%s/%s", dest, tmpname);
 	self_exclude(upper, dest, tmpname, exclude, sizeof exclude);
 
@@ -358,9 +357,9 @@ int cmd_save(int argc, char **argv)
 		       "live.persist=off);\nlive.layers=-%s leaves it out. Your changes also stay in the store's upper: "
 		       "live.persist.reset\nstarts an empty upper on top of the saved layer.\n", nn, name, name);
 	else
-		printf("To use it: copy it into liveunion-v1/layers/ of a persistence store (the next boot from that "
+		printf("To use it: copy it into " SAVED_LAYERS "/ of a persistence store (the next boot from that "
 		       "stick\nstacks it on top of the medium's layers), or put it into live/ of an ISO on the build "
-		       "host with\n./build.sh iso-with OUTPUT.iso %02d-%s.squashfs\n", nn, name);
+		       "host with\n./build.sh iso-with OUTPUT.iso %02d-%s" LAYER_SUFFIX "\n", nn, name);
 	return fflush(stdout) == 0 ? 0 : 1;
 fail:
 	if (unlink(tmp) != 0 && errno != ENOENT)
