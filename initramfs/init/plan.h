@@ -79,6 +79,8 @@ struct plan {
 	char persist_result[PATH_LEN + 200];
 	int npaths; /* the store is mounted and only these paths go to it (paths.c) */
 	char paths[MAX_PATHS][PATH_LEN];
+	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
+	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
 	int done; /* steps finished, in order */
 };
 
