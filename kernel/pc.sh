@@ -94,6 +94,8 @@ stage_pckernel() {
 		for f in "$d"/debs/*_"$PC_KERNEL_DEBVER"_*.deb; do
 			dpkg-deb -x "$f" "$root" || die "dpkg-deb -x $f failed"
 		done
+		# the package leaves the index to its postinst; the initramfs subset and the live root start from it
+		depmod -b "$root" "$PC_RELEASE" || die "depmod -b $root $PC_RELEASE failed"
 		touch "$root.done"
 	fi
 	[ -f "$root/boot/vmlinuz-$PC_RELEASE" ] || die "no boot/vmlinuz-$PC_RELEASE in linux-image-$PC_RELEASE"
