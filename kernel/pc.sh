@@ -79,7 +79,9 @@ pc_check_vermagic() {
 stage_pckernel() {
 	local d=$OUT/pc h root f ko
 	PATH=$PATH:/usr/sbin:/sbin
-	command -v modinfo >/dev/null && command -v pahole >/dev/null || need_pkgs "${PC_PKGS[@]}"
+	if ! command -v modinfo >/dev/null || ! command -v pahole >/dev/null; then
+		need_pkgs "${PC_PKGS[@]}"
+	fi
 	h=$(printf '%s %s\n%s\n' "$PC_RELEASE" "$PC_KERNEL_DEBVER" "$(hash_of "$TOP/kernel/patches" "$TOP/kernel/pc.sh")" | sha256sum | cut -c1-16)
 	if stage_done pckernel "$h" && [ -f "$d/vmlinuz" ] && [ -f "$d/overlay.ko" ]; then
 		STAGE_NOTE="cached $h, $PC_RELEASE"

@@ -399,9 +399,12 @@ static void unbound_dir(char *path, size_t len, int depth)
 			continue;
 		alias[r] = '\0';
 		alias[strcspn(alias, "\n")] = '\0';
-		/* the buses a boot disk hangs off; the rest (ACPI, CPU, platform) is noise here */
+		/* the buses a boot disk hangs off; the rest (ACPI, CPU, platform) is noise here, and so are PCI
+		 * bridges (class 06): host and ISA bridges never have a driver, PCIe ports have a built-in one */
 		if (strncmp(alias, "pci:", 4) && strncmp(alias, "usb:", 4) && strncmp(alias, "virtio:", 7) &&
 		    strncmp(alias, "scsi:", 5) && strncmp(alias, "mmc:", 4) && strncmp(alias, "sdio:", 5))
+			continue;
+		if (strncmp(alias, "pci:", 4) == 0 && strstr(alias, "bc06sc"))
 			continue;
 		n = mod_match(&ix, alias, match, MAX_MATCH);
 		if (n == 0) {

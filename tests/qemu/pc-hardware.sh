@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256)
+# summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256); with no medium the init lists the devices no driver took
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib.sh
@@ -74,5 +74,18 @@ check plan-overlay-kernels vm_run 'liveunion status | grep -E "^  kernel.overlay
 check plan-says-refused out_has 'kernel.s kernel/fs/overlayfs/overlay.ko.xz \(ours refused: Operation not permitted\)'
 check name-max-without-patch vm_run 'getconf NAME_MAX /'
 check name-max-256 out_is 256
+vm_stop
+
+# No medium: the report lists the devices no driver of the initramfs took (the e1000 NIC has none there),
+# and live.debug names the module each device pulled in (the IDE controller of the pc machine: ata_piix).
+require qemu-starts-no-medium vm_start pc-hardware-nomedium kernel "" -kernel "$OUT/pc/vmlinuz" \
+	-initrd "$OUT/pc/initramfs.img" -nic user,model=e1000 \
+	-append "console=ttyS0,115200n8 live.timeout=3 live.medium=UUID=1999123123595900 live.debug"
+require rescue-prompt vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check debug-names-module log_has '^liveunion: .*\(pci:v00008086d00007010[^)]*\) -> ata_piix(,|$)'
+check lists-unbound-devices log_has '^liveunion: devices with no driver \(pci, usb, virtio, scsi, mmc\):'
+check names-e1000-without-module log_has '^liveunion: +.*\(pci:v00008086d0000100E[^)]*\): no module in the initramfs for it$'
+check bridges-not-listed fails log_has '^liveunion: +.*\(pci:[^)]*bc06sc[^)]*\):'
+check ide-not-listed fails log_has '^liveunion: +.*\(pci:v00008086d00007010[^)]*\):'
 vm_stop
 finish
