@@ -11,7 +11,7 @@ iso=$OUT/liveunion-debian.iso
 require profile-built profile_iso debian
 require pc-flavour grep -q 'pc kernel' "$OUT/profiles/debian/iso/tree/isolinux/isolinux.cfg"
 disks=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-pc.XXXXXX") || exit 1
-trap 'rm -rf "$disks"' EXIT
+LIB_CLEANUP+=("rm -rf '$disks'")
 truncate -s 64M "$disks/nvme.img" "$disks/sd.img" "$disks/ehci.img"
 
 VM_MACHINE=q35 VM_SMP=4 VM_MEM=2048

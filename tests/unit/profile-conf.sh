@@ -85,7 +85,7 @@ done
 PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
 	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do printf "%s\n" "$l" | grep -qx "$p" || exit 1; done; printf "%s\n" "$l" | grep -Eqx "initramfs-tools|dracut" && exit 1; echo ok'
 PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
-PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^live.persist=off$' 'profile_load kiosk; profile_cmdline'
+PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
