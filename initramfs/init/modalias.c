@@ -116,12 +116,14 @@ int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char
 			int d = mod_find(ix, tok);
 
 			if (d < 0) {
-				snprintf(err, elen, "modules.dep: %s needs %.80s, which has no line of its own", e->name, tok);
+				snprintf(err, elen, "modules.dep: %s needs %.80s, which has no line of its own",
+					 e->name, tok);
 				mod_index_free(ix);
 				return -1;
 			}
 			if (e->ndeps >= MOD_MAX_DEPS) {
-				snprintf(err, elen, "modules.dep: %s has more than %d dependencies", e->name, MOD_MAX_DEPS);
+				snprintf(err, elen, "modules.dep: %s has more than %d dependencies", e->name,
+					 MOD_MAX_DEPS);
 				mod_index_free(ix);
 				return -1;
 			}

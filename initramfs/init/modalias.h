@@ -13,7 +13,7 @@ struct mod_alias {
 };
 
 struct mod_entry {
-	const char *path;      /* relative to /lib/modules/RELEASE, e.g. kernel/drivers/ata/ahci.ko.xz */
+	const char *path; /* relative to /lib/modules/RELEASE, e.g. kernel/drivers/ata/ahci.ko.xz */
 	char name[MOD_NAME_LEN];
 	int ndeps;
 	int dep[MOD_MAX_DEPS]; /* indexes into entries, as listed by depmod (the last one loads first) */

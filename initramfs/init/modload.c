@@ -147,7 +147,8 @@ static void handle_alias(const char *dev, const char *alias)
 	for (i = 0; i < n; i++) {
 		fresh |= state[match[i]] == M_NEW;
 		if (load(match[i], dev) == 0 && used < sizeof(names)) {
-			int w = snprintf(names + used, sizeof(names) - used, "%s%s", used ? "," : "", ix.entry[match[i]].name);
+			int w = snprintf(names + used, sizeof(names) - used, "%s%s", used ? "," : "",
+					 ix.entry[match[i]].name);
 
 			used += w > 0 ? (size_t)w : 0;
 		}
@@ -413,10 +414,11 @@ static void unbound_dir(char *path, size_t len, int depth)
 			size_t used = 0;
 
 			for (i = 0; i < n && used < sizeof(why); i++) {
-				int w = snprintf(why + used, sizeof(why) - used, "%s%s %s", i ? "; " : "", ix.entry[match[i]].name,
-						 state[match[i]] == M_FAILED ? strerror(fail_errno_of[match[i]])
-						 : state[match[i]] == M_LOADED ? "loaded, did not take it"
-									       : "not loaded");
+				int w = snprintf(why + used, sizeof(why) - used, "%s%s %s", i ? "; " : "",
+						 ix.entry[match[i]].name,
+						 state[match[i]] == M_FAILED ? strerror(fail_errno_of[match[i]]) :
+						 state[match[i]] == M_LOADED ? "loaded, did not take it" :
+									       "not loaded");
 				used += w > 0 ? (size_t)w : 0;
 			}
 		}

@@ -81,7 +81,7 @@ struct plan {
 	char paths[MAX_PATHS][PATH_LEN];
 	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
 	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
-	int done; /* steps finished, in order */
+	int done;                 /* steps finished, in order */
 };
 
 enum persist_kind persist_kind(const char *spec);

@@ -1,8 +1,8 @@
 /* Unit tests: modalias matching and module load order (initramfs/init/modalias.c). */
 #include <stdlib.h>
 
-#include "modalias.h"
 #include "init-test.h"
+#include "modalias.h"
 
 static const char dep_fixture[] =
 	"kernel/drivers/ata/ahci.ko.xz: kernel/drivers/ata/libahci.ko.xz kernel/drivers/ata/libata.ko.xz "
@@ -16,15 +16,14 @@ static const char dep_fixture[] =
 	"kernel/drivers/usb/host/xhci-hcd.ko.zst:\n"
 	"extra/plain.ko:\n";
 
-static const char alias_fixture[] =
-	"# Aliases extracted from modules themselves.\n"
-	"alias pci:v*d*sv*sd*bc01sc06i01* ahci\n"
-	"alias pci:v00008086d00002922sv*sd*bc*sc*i* ahci\n"
-	"alias scsi:t-0x05* sr_mod\n"
-	"alias scsi:t-0x04* sr_mod\n"
-	"alias pci:v*d*sv*sd*bc0Csc03i30* xhci_pci\n"
-	"alias pci:v*d*sv*sd*bc0Csc03i30* ghost_module\n"
-	"alias fs-plain plain\n";
+static const char alias_fixture[] = "# Aliases extracted from modules themselves.\n"
+				    "alias pci:v*d*sv*sd*bc01sc06i01* ahci\n"
+				    "alias pci:v00008086d00002922sv*sd*bc*sc*i* ahci\n"
+				    "alias scsi:t-0x05* sr_mod\n"
+				    "alias scsi:t-0x04* sr_mod\n"
+				    "alias pci:v*d*sv*sd*bc0Csc03i30* xhci_pci\n"
+				    "alias pci:v*d*sv*sd*bc0Csc03i30* ghost_module\n"
+				    "alias fs-plain plain\n";
 
 static int load(struct mod_index *ix, char **a, char **d)
 {
