@@ -8,7 +8,7 @@
 #   ./build.sh iso-with ISO LAYER...   another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh clean      remove out/
 #   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
-#                         same kernel and initramfs -> out/liveunion-NAME.iso; needs root (debootstrap); see README
+#                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see README
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS;
 #   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache),
 #   DEBOOTSTRAP_TIMEOUT (seconds, default 1800); tests: TEST_TIMEOUT (seconds per test, default 1200).
@@ -88,8 +88,12 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/rootfs/squashfs.sh"
 # shellcheck source=kernel/kernel.sh
 . "$TOP/kernel/kernel.sh"
+# shellcheck source=kernel/pc.sh
+. "$TOP/kernel/pc.sh"
 # shellcheck source=initramfs/initramfs.sh
 . "$TOP/initramfs/initramfs.sh"
+# shellcheck source=initramfs/pc.sh
+. "$TOP/initramfs/pc.sh"
 # shellcheck source=rootfs/rootfs.sh
 . "$TOP/rootfs/rootfs.sh"
 # shellcheck source=iso/iso.sh
@@ -134,8 +138,13 @@ if [ "${1:-}" = --profile ]; then
 	[ $# -ge 2 ] || die "usage: ./build.sh --profile NAME [build|test [PATTERN]]"
 	profile_load "$2"
 	case "${3:-build}" in build | test) ;; *) die "--profile $2 takes build or test, not '$3'" ;; esac
-	# The shared stages, then the profile's layers and ISO in place of the busybox root's.
+	# The shared stages, then the profile's layers and ISO in place of the busybox root's. The pc flavour
+	# needs no tiny kernel: Debian's, the init (initramfs stage) with its modules, then the profile.
 	STAGES=(kernel initramfs profile)
+	if [ "$PFLAVOUR" = pc ]; then
+		STAGES=(pckernel initramfs pcinitramfs profile)
+		BUILD_PKGS+=("${PC_PKGS[@]}")
+	fi
 	ISO_NAME=liveunion-$2.iso SUMS=SHA256SUMS-$2
 	BUILD_PKGS+=("${PROFILE_PKGS[@]}")
 	shift 2

@@ -14,6 +14,8 @@ INITRAMFS_E2FSCK=${INITRAMFS_E2FSCK:-/sbin/e2fsck.static}
 # kernel source when that stage did not provide it (e.g. an older kernel stage).
 initramfs_gen_cpio() {
 	local tool=$OUT/kernel/gen_init_cpio src
+	# a pc-only build (kernel/pc.sh) compiles it from the same source tarball
+	[ -x "$tool" ] || [ ! -x "$OUT/pc/gen_init_cpio" ] || tool=$OUT/pc/gen_init_cpio
 	if [ -x "$tool" ]; then
 		printf '%s\n' "$tool"
 		return 0

@@ -16,6 +16,10 @@ ISO_VERIFY_MAX=1800
 # pays it; 2 s is enough to press a key (which stops the countdown in both menus) to reach toram or the rescue
 # shell, and costs little. 0 boots at once (GRUB: timeout=0; isolinux, where 0 means "wait for ever": 0.1 s).
 ISO_MENU_TIMEOUT=${ISO_MENU_TIMEOUT:-2}
+# The kernel flavour (tiny: out/kernel/bzImage + out/initramfs.img; pc: kernel/pc.sh + initramfs/pc.sh), named in both menus.
+ISO_FLAVOUR=${ISO_FLAVOUR:-tiny}
+ISO_KERNEL=${ISO_KERNEL:-}
+ISO_INITRAMFS=${ISO_INITRAMFS:-}
 GRUB_MODULES="normal configfile search search_fs_uuid search_label iso9660 fat part_gpt part_msdos linux echo test serial terminal efi_gop efi_uga all_video gzio sleep"
 
 # iso_uuid HASH: the 16-digit ISO9660 modification date the init and GRUB look for: the build date plus
@@ -28,7 +32,7 @@ iso_subst() {
 	local t10=$((ISO_MENU_TIMEOUT * 10))
 	[ "$t10" -gt 0 ] || t10=1
 	sed -e "s|@CMDLINE@|$2|g" -e "s|@VERSION@|$LIVEUNION_VERSION|g" -e "s|@GRUBUUID@|$3|g" \
-		-e "s|@TIMEOUT@|$ISO_MENU_TIMEOUT|g" -e "s|@TIMEOUT10@|$t10|g" "$1"
+		-e "s|@TIMEOUT@|$ISO_MENU_TIMEOUT|g" -e "s|@FLAVOUR@|$ISO_FLAVOUR|g" -e "s|@TIMEOUT10@|$t10|g" "$1"
 }
 
 # iso_esp DIR UUID GRUBUUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
@@ -106,10 +110,11 @@ iso_assemble() {
 	set -- "${layers[@]}"
 	# A profile (rootfs/profile.sh) brings its own bottom layer and command-line keys; the default is the busybox root.
 	local base=${ISO_BASE_LAYER:-$OUT/rootfs/10-base.squashfs} extra=${ISO_CMDLINE_EXTRA:-}
-	for l in "$OUT/kernel/bzImage" "$OUT/initramfs.img" "$base" "$@"; do
+	local kernel=${ISO_KERNEL:-$OUT/kernel/bzImage} initramfs=${ISO_INITRAMFS:-$OUT/initramfs.img}
+	for l in "$kernel" "$initramfs" "$base" "$@"; do
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
-	h=$(printf 'verity=%s menu=%s\n%s\n' "$ISO_VERITY${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$(hash_of "$OUT/kernel/bzImage" "$OUT/initramfs.img" \
+	h=$(printf 'verity=%s menu=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$(hash_of "$kernel" "$initramfs" \
 		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"
@@ -121,8 +126,8 @@ iso_assemble() {
 	t=$w/tree
 	rm -rf "$w"
 	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$w/esp"
-	cp "$OUT/kernel/bzImage" "$t/boot/bzImage"
-	cp "$OUT/initramfs.img" "$t/boot/initramfs.img"
+	cp "$kernel" "$t/boot/bzImage"
+	cp "$initramfs" "$t/boot/initramfs.img"
 	cp "$base" "$t/live/10-base.squashfs"
 	for l in "$@"; do
 		case "$(basename "$l")" in

@@ -37,10 +37,17 @@ unmount_below() {
 }
 
 # debian_tree NAME SUITE MIRROR: the cached debootstrap tree for NAME's package list (made when missing); prints its path.
+# The pc flavour adds kmod (modprobe, modinfo) and the firmware packages; non-free ones need their component.
 debian_tree() {
-	local name=$1 suite=$2 mirror=$3 pkgs key dir t0
-	pkgs=$(profile_packages "$name" | paste -sd, -)
-	key=$(printf 'recipe=%s\nsuite=%s\nmirror=%s\npackages=%s\n' "$DEBIAN_RECIPE" "$suite" "$mirror" "$pkgs" | sha256sum | cut -c1-16)
+	local name=$1 suite=$2 mirror=$3 pkgs key dir t0 comps=main
+	pkgs=$({
+		profile_packages "$name"
+		[ "$PFLAVOUR" != pc ] || printf 'kmod\n'
+		profile_firmware
+	} | sort -u | paste -sd, -)
+	case ",$pkgs," in *,firmware-*-nonfree,* | *,firmware-amd-graphics,* | *,firmware-realtek,* | *,firmware-iwlwifi,*) comps=main,non-free-firmware ;; esac
+	key=$(printf 'recipe=%s\nsuite=%s\nmirror=%s\npackages=%s\n%s' "$DEBIAN_RECIPE" "$suite" "$mirror" "$pkgs" \
+		"${comps/#main/}" | sha256sum | cut -c1-16)
 	dir=$PROFILE_CACHE/debootstrap/$key
 	if [ -f "$dir.done" ] && [ -d "$dir" ]; then
 		log "  debootstrap tree cached ($key: $suite, $(printf '%s' "$pkgs" | tr ',' '\n' | grep -c .) packages listed)"
@@ -56,7 +63,7 @@ debian_tree() {
 	log "  debootstrap --variant=minbase $suite from $mirror (+ $pkgs); log: $dir.log"
 	t0=$SECONDS
 	local rc=0
-	timeout -k 30 "$DEBOOTSTRAP_TIMEOUT" debootstrap --variant=minbase --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
+	timeout -k 30 "$DEBOOTSTRAP_TIMEOUT" debootstrap --variant=minbase --components="$comps" --include="$pkgs" --cache-dir="$PROFILE_CACHE/debs" \
 		"$suite" "$dir.tmp" "$mirror" >"$dir.log" 2>&1 || rc=$?
 	[ "$rc" -eq 0 ] || unmount_below "$dir.tmp"
 	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -146,9 +153,31 @@ debian_configure() {
 	rootfs_liveunion "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
+	debian_kernel_tree "$t"
 	if [ -d "$PROFILE_DIR/$name.files" ]; then
 		cp -a --no-preserve=ownership "$PROFILE_DIR/$name.files/." "$t/" || die "copying $name.files failed"
 	fi
+}
+
+# debian_kernel_tree TREE: the flavour in os-release; on pc, Debian's whole module tree with our overlay.ko in
+# updates/ (modprobe prefers it, as the init did), indexed by depmod for the live root's udev.
+debian_kernel_tree() {
+	local t=$1 rel
+	if [ "$PFLAVOUR" = pc ]; then
+		rel=$(cat "$OUT/pc/release")
+		rm -rf "$t/usr/lib/modules/$rel"
+		mkdir -p "$t/usr/lib/modules"
+		cp -a "$OUT/pc/$rel/root/lib/modules/$rel" "$t/usr/lib/modules/" || die "cannot copy the modules of $rel"
+		rm -f "$t/usr/lib/modules/$rel/build" "$t/usr/lib/modules/$rel/source"
+		install -D -m 0644 "$OUT/pc/overlay.ko" "$t/usr/lib/modules/$rel/updates/overlay.ko"
+		PATH=$PATH:/usr/sbin:/sbin depmod -b "$t" "$rel" || die "depmod -b $t $rel failed"
+	fi
+	rm -f "$t/etc/os-release"
+	{
+		grep -v '^VARIANT' "$t/usr/lib/os-release"
+		printf 'VARIANT="liveunion %s, %s kernel%s"\nVARIANT_ID=liveunion-%s\n' "$LIVEUNION_VERSION" "$PFLAVOUR" \
+			"${rel:+ $rel}" "$PFLAVOUR"
+	} >"$t/etc/os-release"
 }
 
 # debian_layer NAME CONF OUTBASE: OUTBASE.squashfs from the (cached) debootstrap tree and NAME's configuration.
@@ -160,8 +189,9 @@ debian_layer() {
 	mirror=$(debian_mirror "${dc[mirror]:-}")
 	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
 	rootfs_man
-	h=$(printf '%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
-		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" | sha256sum | cut -c1-16)
+	h=$(printf '%s\n%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
+		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" \
+		"$PFLAVOUR $([ "$PFLAVOUR" != pc ] || hash_of "$OUT/pc/release" "$OUT/pc/overlay.ko")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0

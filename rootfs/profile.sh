@@ -13,10 +13,14 @@
 #   layer=NN-name           number and name of this profile's own layer (default 10-base, or 20-NAME with base=)
 #   layers=PATH ...         extra prebuilt layers (NN-name.squashfs or NN-name directories, relative to the repo)
 #   cmdline=...             extra kernel command line for both boot menus (live.* keys, e.g. live.persist=off)
+#   kernel=tiny|pc          the kernel flavour (default: the base profile's, else tiny): tiny is ours with everything
+#                           built in; pc is Debian's signed kernel with its modules and firmware (kernel/pc.sh)
+#   firmware.nonfree=yes|no pc only: Debian's non-free-firmware packages in the root (default yes; firmware-linux-free always)
 #   kiosk.command=, kiosk.user=, kiosk.watchdog=, kiosk.data=, kiosk.persist=   see rootfs/kiosk.sh
 
 PROFILE_DIR=$TOP/configs/profiles
-PROFILE_KEYS=" rootfs base suite mirror hostname locale timezone user mask layer layers cmdline kiosk.command kiosk.user kiosk.watchdog kiosk.data kiosk.persist "
+PFLAVOUR=tiny PNONFREE=yes
+PROFILE_KEYS=" rootfs base suite mirror hostname locale timezone user mask layer layers cmdline kernel firmware.nonfree kiosk.command kiosk.user kiosk.watchdog kiosk.data kiosk.persist "
 declare -A PCONF=()
 
 profile_names() {
@@ -57,6 +61,17 @@ profile_load() {
 	elif [ "${PCONF[rootfs]:-}" != debootstrap ]; then
 		die "profile $name: rootfs=debootstrap or base=OTHER is required"
 	fi
+	PFLAVOUR=${PCONF[kernel]:-${PCONF[base.kernel]:-tiny}}
+	case "$PFLAVOUR" in tiny | pc) ;; *) die "profile $name: kernel=$PFLAVOUR: use tiny or pc" ;; esac
+	PNONFREE=${PCONF[firmware.nonfree]:-${PCONF[base.firmware.nonfree]:-yes}}
+	case "$PNONFREE" in yes | no) ;; *) die "profile $name: firmware.nonfree=$PNONFREE: use yes or no" ;; esac
+}
+
+# profile_firmware: the firmware packages of the pc flavour ("" on tiny).
+profile_firmware() {
+	[ "$PFLAVOUR" = pc ] || return 0
+	printf 'firmware-linux-free\n'
+	[ "$PNONFREE" = no ] || printf '%s\n' firmware-misc-nonfree firmware-amd-graphics firmware-realtek firmware-iwlwifi
 }
 
 # profile_packages NAME: the package list, comments and blank lines dropped, sorted (the cache key).
@@ -105,6 +120,9 @@ stage_profile() {
 	layers=("${PLAYERS[@]}")
 	[ ${#layers[@]} -ge 1 ] || die "profile $name made no layer"
 	case "$(basename "${layers[0]}")" in 10-*.squashfs) ;; *) die "profile $name: the bottom layer ${layers[0]} is not 10-*.squashfs" ;; esac
-	ISO_BASE_LAYER=${layers[0]} ISO_CMDLINE_EXTRA=$(profile_cmdline) \
+	if [ "$PFLAVOUR" = pc ]; then
+		local ISO_KERNEL=$OUT/pc/vmlinuz ISO_INITRAMFS=$OUT/pc/initramfs.img
+	fi
+	ISO_FLAVOUR=$PFLAVOUR ISO_BASE_LAYER=${layers[0]} ISO_CMDLINE_EXTRA=$(profile_cmdline) \
 		iso_assemble "$OUT/liveunion-$name.iso" "$d/iso" "profile-$name-iso" "${layers[@]:1}"
 }

@@ -11,6 +11,7 @@
 
 #include "disk.h"
 #include "log.h"
+#include "modload.h"
 #include "util.h"
 
 #define MAX_SEEN 64
@@ -220,11 +221,13 @@ int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
 		struct timespec ts = {0, POLL_MS * 1000000L};
 		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 			;
+		modload_poll();
 	}
 	msg("medium %s not found after %u s; block devices seen:", p->medium_spec, p->timeout);
 	if (nseen == 0)
 		msg("  (none: is the driver for the disk or CD controller in the kernel?)");
 	for (i = 0; i < nseen; i++)
 		msg("  %s: %s", seen[i].name, seen[i].reason);
+	modload_report_unbound();
 	return fail(ENODEV, "find the medium %s", p->medium_spec);
 }

@@ -83,6 +83,15 @@ struct live_dm_target_spec {
 #define LIVE_CDROMEJECT 0x5309
 #define LIVE_CDROM_GET_CAPABILITY 0x5331
 
+/* linux/netlink.h: the kernel's uevents (modload.c) */
+#define LIVE_NETLINK_KOBJECT_UEVENT 15
+struct live_sockaddr_nl {
+	unsigned short nl_family, nl_pad;
+	uint32_t nl_pid, nl_groups;
+};
+/* linux/module.h: finit_module flag, since 6.4 */
+#define LIVE_MODULE_INIT_COMPRESSED_FILE 4
+
 #define LIVE_RAMFS_MAGIC 0x858458f6u
 #define LIVE_TMPFS_MAGIC 0x01021994u
 

@@ -12,6 +12,7 @@
 #include "discover.h"
 #include "handover.h"
 #include "log.h"
+#include "modload.h"
 #include "paths.h"
 #include "persist.h"
 #include "plan.h"
@@ -215,6 +216,9 @@ int main(int argc, char **argv)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
 	log_debug_enable(p.debug);
+	modload_start();
+	text_fmt(p.kernel, sizeof(p.kernel), "%s", modload_flavour());
+	text_fmt(p.kernel_overlay, sizeof(p.kernel_overlay), "%s", modload_overlay());
 	argv[0] = p.init;
 	print_plan(&p, "plan:");
 	save_plan(&p);
@@ -232,6 +236,7 @@ int main(int argc, char **argv)
 		t.end[i] = 0;
 		if (i == S_SWITCH)
 			save_plan(&p); /* the last word the live root reads: the hand-over's start */
+		modload_poll();
 		while (steps[i](&p) != 0) {
 			save_plan(&p);
 			if (report(&p, i) != 0)

@@ -181,6 +181,7 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	for (i = 0; i < p->npaths; i++)
 		put(&o, "%s%s", i ? "," : "", p->paths[i]);
 	put(&o, "\npersist.result=%s\n", p->persist_result);
+	put(&o, "kernel=%s\nkernel.overlay=%s\n", p->kernel, p->kernel_overlay);
 	put(&o, "steps=");
 	for (i = 0; i < S_COUNT; i++)
 		put(&o, "%s%s", i ? "," : "", step_name(i));

@@ -79,7 +79,9 @@ struct plan {
 	char persist_result[PATH_LEN + 200];
 	int npaths; /* the store is mounted and only these paths go to it (paths.c) */
 	char paths[MAX_PATHS][PATH_LEN];
-	int done; /* steps finished, in order */
+	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
+	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
+	int done;                 /* steps finished, in order */
 };
 
 enum persist_kind persist_kind(const char *spec);

@@ -16,6 +16,7 @@
 #include "disk.h"
 #include "log.h"
 #include "loop.h"
+#include "modload.h"
 #include "util.h"
 
 #define MAX_PARTS 32
@@ -196,6 +197,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 			struct timespec ts = {0, 250000000L};
 			while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
 				;
+			modload_poll();
 			waited++;
 		}
 		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching) and of disk.c
+# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases) and of disk.c
 # (partition tables, sysfs listing) against a fake sysfs; built with gcc, run plain and under ASan+UBSan.
 set -euo pipefail
 export LC_ALL=C
@@ -13,8 +13,9 @@ pass=0 fail=0
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
 
-for t in cmdline plan disk; do
+for t in cmdline plan disk modalias; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
+	modalias) srcs=("$SRC/modalias.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/text.c"
 		"$SRC/util.c" "$SRC/log.c") ;;

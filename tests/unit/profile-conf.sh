@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; the shipped profiles load
+# summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; kernel=tiny|pc (default tiny, inherited from base=, debian and kiosk on pc) and the firmware it brings; the shipped profiles load
 # shellcheck disable=SC2016 # the single-quoted snippets are evaluated by run_profile
 set -uo pipefail
 export LC_ALL=C
@@ -65,6 +65,18 @@ expect base-keys-visible '^second$' 'profile_load k; echo "${PCONF[base.hostname
 expect kiosk-persist-paths-cmdline '^live.timeout=5 live.persist.paths=/srv/app quiet$' 'profile_load k; profile_cmdline'
 expect kiosk-default-persistence-off '^live.timeout=5 live.persist=off$' 'profile_load k2; profile_cmdline'
 expect plain-profile-cmdline '^live.timeout=5$' 'profile_load a; profile_cmdline'
+printf 'rootfs=debootstrap\nkernel=pc\n' >"$work/profiles/pc.conf"
+printf 'rootfs=debootstrap\nkernel=pc\nfirmware.nonfree=no\n' >"$work/profiles/pcfree.conf"
+printf 'base=pc\n' >"$work/profiles/onpc.conf"
+printf 'rootfs=debootstrap\nkernel=big\n' >"$work/profiles/badkernel.conf"
+printf 'rootfs=debootstrap\nkernel=pc\nfirmware.nonfree=maybe\n' >"$work/profiles/badfw.conf"
+expect kernel-default-tiny '^tiny:$' 'profile_load a; echo "$PFLAVOUR:$(profile_firmware | paste -sd, -)"'
+expect kernel-pc-nonfree-firmware '^pc:firmware-linux-free,firmware-misc-nonfree,firmware-amd-graphics,firmware-realtek,firmware-iwlwifi$' \
+	'profile_load pc; echo "$PFLAVOUR:$(profile_firmware | paste -sd, -)"'
+expect kernel-pc-free-firmware-only '^pc:firmware-linux-free$' 'profile_load pcfree; echo "$PFLAVOUR:$(profile_firmware | paste -sd, -)"'
+expect kernel-from-base '^pc$' 'profile_load onpc; echo "$PFLAVOUR"'
+expect kernel-bad-value-named 'kernel=big: use tiny or pc' 'profile_load badkernel' fail
+expect firmware-bad-value-named 'firmware.nonfree=maybe: use yes or no' 'profile_load badfw' fail
 # The profiles in the tree load, and their package lists are what the README says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)
@@ -72,7 +84,8 @@ for p in "$TOP"/configs/profiles/*.conf; do
 done
 PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
 	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do printf "%s\n" "$l" | grep -qx "$p" || exit 1; done; printf "%s\n" "$l" | grep -Eqx "initramfs-tools|dracut" && exit 1; echo ok'
-PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^live.persist=off$' 'profile_load kiosk; profile_cmdline'
+PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
+PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,0 +1,440 @@
+/* Module loading for the pc flavour: coldplug, uevents, the overlay module. Nothing here stops the boot:
+ * a module that fails is named with its errno, and the step that needed its device reports the rest. */
+#include "modload.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "kapi.h"
+#include "log.h"
+#include "modalias.h"
+
+#define OUR_OVERLAY "/lib/liveunion/overlay.ko"
+#define PRELOAD "/etc/liveunion-modules.preload"
+#define MAX_MATCH 16
+#define MAX_ORDER 64
+#define SYS_DEVICES "/sys/devices"
+
+enum { M_NEW, M_LOADED, M_FAILED };
+
+static struct mod_index ix;
+static char *alias_text, *dep_text;
+static unsigned char *state;
+static int *fail_errno_of;
+static int active, nl = -1;
+static char moddir[300];
+static char overlay_what[200] = "built-in";
+
+const char *modload_flavour(void)
+{
+	return active ? "pc" : "tiny";
+}
+
+const char *modload_overlay(void)
+{
+	return overlay_what;
+}
+
+/* The whole file, NUL-terminated, malloc'd; NULL with errno. */
+static char *slurp(const char *path)
+{
+	struct stat st;
+	char *buf;
+	size_t used = 0;
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) != 0 || !(buf = malloc((size_t)st.st_size + 1))) {
+		e = errno;
+		if (close(fd) != 0) {
+			/* the first error is the one to report */
+		}
+		errno = e;
+		return NULL;
+	}
+	while (used < (size_t)st.st_size && (n = read(fd, buf + used, (size_t)st.st_size - used)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			free(buf);
+			if (close(fd) != 0) {
+				/* the read error is the one to report */
+			}
+			errno = e;
+			return NULL;
+		}
+		used += (size_t)n;
+	}
+	buf[used] = '\0';
+	if (close(fd) != 0) {
+		e = errno;
+		free(buf);
+		errno = e;
+		return NULL;
+	}
+	return buf;
+}
+
+/* finit_module on a file; 0 or an errno (EEXIST counts as loaded). */
+static int finit_path(const char *path, int flags)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+
+	if (fd < 0)
+		return errno;
+	if (syscall(SYS_finit_module, fd, "", flags) != 0 && errno != EEXIST)
+		e = errno;
+	if (close(fd) != 0 && e == 0)
+		e = errno;
+	return e;
+}
+
+/* m and what it needs; why names the device or reason. 0 when all of them are in. */
+static int load(int m, const char *why)
+{
+	int order[MAX_ORDER], n = mod_load_order(&ix, m, order, MAX_ORDER), i;
+
+	if (n < 0) {
+		msg("module %s (for %s): its dependencies in modules.dep are circular or too many; not loaded",
+		    ix.entry[m].name, why);
+		state[m] = M_FAILED;
+		return -1;
+	}
+	for (i = 0; i < n; i++) {
+		int k = order[i], e;
+		char path[600];
+
+		if (state[k] == M_LOADED)
+			continue;
+		if (state[k] == M_FAILED)
+			return -1;
+		if (snprintf(path, sizeof(path), "%s/%s", moddir, ix.entry[k].path) >= (int)sizeof(path)) {
+			e = ENAMETOOLONG;
+		} else {
+			e = finit_path(path, mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
+		}
+		if (e != 0) {
+			msg("module %s (for %s) failed to load: %s; the boot goes on without it", ix.entry[k].name, why,
+			    strerror(e));
+			state[k] = M_FAILED;
+			fail_errno_of[k] = e;
+			return -1;
+		}
+		state[k] = M_LOADED;
+	}
+	return 0;
+}
+
+/* The modules a modalias asks for; with live.debug, which ones a device pulled in. */
+static void handle_alias(const char *dev, const char *alias)
+{
+	int match[MAX_MATCH], n = mod_match(&ix, alias, match, MAX_MATCH), i, fresh = 0;
+	char names[300] = "";
+	size_t used = 0;
+
+	for (i = 0; i < n; i++) {
+		fresh |= state[match[i]] == M_NEW;
+		if (load(match[i], dev) == 0 && used < sizeof(names)) {
+			int w = snprintf(names + used, sizeof(names) - used, "%s%s", used ? "," : "",
+					 ix.entry[match[i]].name);
+
+			used += w > 0 ? (size_t)w : 0;
+		}
+	}
+	if (fresh && used)
+		dbg("%s (%s) -> %s", dev, alias, names);
+}
+
+static void drain_uevents(void);
+
+/* Every modalias file below dir; depth bounds a sysfs loop that cannot happen but must not hang PID 1. */
+static void coldplug_dir(char *path, size_t len, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	size_t base = strlen(path);
+
+	if (depth > 24 || !(d = opendir(path)))
+		return;
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 2 > len)
+			continue;
+		if (e->d_type == DT_DIR) {
+			snprintf(path + base, len - base, "/%s", e->d_name);
+			coldplug_dir(path, len, depth + 1);
+			path[base] = '\0';
+		} else if (e->d_type == DT_REG && strcmp(e->d_name, "modalias") == 0) {
+			char alias[512];
+			int fd;
+			ssize_t n;
+
+			snprintf(path + base, len - base, "/modalias");
+			fd = open(path, O_RDONLY | O_CLOEXEC);
+			path[base] = '\0';
+			if (fd < 0)
+				continue;
+			n = read(fd, alias, sizeof(alias) - 1);
+			if (close(fd) != 0 || n <= 0)
+				continue;
+			alias[n] = '\0';
+			alias[strcspn(alias, "\n")] = '\0';
+			if (alias[0])
+				handle_alias(path + sizeof(SYS_DEVICES), alias);
+		}
+	}
+	if (closedir(d) != 0)
+		dbg("close %s: %s", path, strerror(errno));
+}
+
+static void coldplug(void)
+{
+	static char path[1024];
+
+	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
+	coldplug_dir(path, sizeof(path), 0);
+}
+
+/* Read every queued uevent; an "add" with MODALIAS= is handled like a coldplugged device. A full socket
+ * buffer (ENOBUFS) lost some: a coldplug pass finds them again. */
+static void drain_uevents(void)
+{
+	static char buf[8192];
+	ssize_t n;
+	int lost = 0;
+
+	while (nl >= 0) {
+		const char *p, *end, *action = NULL, *devpath = "?", *alias = NULL;
+
+		n = recv(nl, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ENOBUFS) {
+			lost = 1;
+			continue;
+		}
+		if (n <= 0)
+			break;
+		buf[n] = '\0';
+		for (p = buf, end = buf + n; p < end; p += strlen(p) + 1) {
+			if (strncmp(p, "ACTION=", 7) == 0)
+				action = p + 7;
+			else if (strncmp(p, "DEVPATH=", 8) == 0)
+				devpath = p + 8;
+			else if (strncmp(p, "MODALIAS=", 9) == 0)
+				alias = p + 9;
+		}
+		if (action && alias && (strcmp(action, "add") == 0 || strcmp(action, "change") == 0))
+			handle_alias(devpath + (strncmp(devpath, "/devices/", 9) == 0 ? 9 : 0), alias);
+	}
+	if (lost) {
+		dbg("uevents were lost (socket buffer full): coldplug again");
+		coldplug();
+	}
+}
+
+void modload_poll(void)
+{
+	/* Loading a host controller announces its disks: follow the chain until it is quiet. */
+	if (active)
+		drain_uevents();
+}
+
+static void uevent_open(void)
+{
+	struct live_sockaddr_nl sa;
+	int size = 4 << 20;
+
+	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, LIVE_NETLINK_KOBJECT_UEVENT);
+	if (nl < 0) {
+		msg("uevent socket: %s; only devices present now get their modules", strerror(errno));
+		return;
+	}
+	/* A controller with many devices floods it; a lost event is found again by the coldplug ENOBUFS triggers. */
+	if (setsockopt(nl, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) != 0)
+		dbg("uevent socket buffer: %s", strerror(errno));
+	memset(&sa, 0, sizeof(sa));
+	sa.nl_family = AF_NETLINK;
+	sa.nl_groups = 1; /* the kernel's own uevents (udev's are group 2) */
+	if (bind(nl, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		msg("uevent socket bind: %s; only devices present now get their modules", strerror(errno));
+		if (close(nl) != 0)
+			dbg("close uevent socket: %s", strerror(errno));
+		nl = -1;
+	}
+}
+
+/* Ours carries kernel/patches; the kernel's own is the fallback when ours is refused (Secure Boot lockdown
+ * without our key enrolled: EPERM, EKEYREJECTED). */
+static void load_overlay(void)
+{
+	int m = mod_find(&ix, "overlay"), e;
+
+	e = finit_path(OUR_OVERLAY, 0);
+	if (e == 0) {
+		snprintf(overlay_what, sizeof(overlay_what), "ours (" OUR_OVERLAY ")");
+		msg("overlayfs: loaded our overlay.ko (" OUR_OVERLAY ", with kernel/patches)");
+		if (m >= 0)
+			state[m] = M_LOADED; /* the kernel's own must not be loaded on top */
+		return;
+	}
+	msg("WARNING: our overlay.ko was refused (%s): using the kernel's own overlay module; without our patch "
+	    "NAME_MAX on / is 256, not 255",
+	    strerror(e));
+	if (m < 0) {
+		msg("overlayfs: the initramfs has no kernel overlay module either; mounting / will fail");
+		snprintf(overlay_what, sizeof(overlay_what), "none (ours refused: %s)", strerror(e));
+		return;
+	}
+	if (load(m, "overlayfs") == 0) {
+		snprintf(overlay_what, sizeof(overlay_what), "kernel's %s (ours refused: %s)", ix.entry[m].path,
+			 strerror(e));
+		msg("overlayfs: loaded the kernel's %s", ix.entry[m].path);
+	} else {
+		snprintf(overlay_what, sizeof(overlay_what), "none (ours refused: %s; the kernel's failed: %s)",
+			 strerror(e), strerror(fail_errno_of[m]));
+	}
+}
+
+/* Modules no device asks for: file systems, loop, dm-verity, code pages (the kernel's own request_module
+ * finds no modprobe in the initramfs). */
+static void preload(void)
+{
+	char *list = slurp(PRELOAD), *line, *save = NULL;
+
+	if (!list) {
+		msg("module preload list %s: %s", PRELOAD, strerror(errno));
+		return;
+	}
+	for (line = strtok_r(list, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		int m = mod_find(&ix, line);
+
+		if (m < 0)
+			msg("module %s (preload): not in %s/modules.dep", line, moddir);
+		else
+			load(m, "preload");
+	}
+	free(list);
+}
+
+void modload_start(void)
+{
+	struct utsname u;
+	char path[400], err[200];
+
+	if (uname(&u) != 0 || snprintf(moddir, sizeof(moddir), "/lib/modules/%s", u.release) >= (int)sizeof(moddir))
+		return;
+	if (snprintf(path, sizeof(path), "%s/modules.dep", moddir) >= (int)sizeof(path) || access(path, F_OK) != 0) {
+		dbg("no %s: a kernel with its drivers built in", path);
+		return;
+	}
+	dep_text = slurp(path);
+	if (snprintf(path, sizeof(path), "%s/modules.alias", moddir) >= (int)sizeof(path) || !dep_text ||
+	    !(alias_text = slurp(path))) {
+		msg("modules: cannot read %s: %s; no driver will be loaded", path, strerror(errno));
+		return;
+	}
+	if (mod_index_parse(&ix, alias_text, dep_text, err, sizeof(err)) != 0) {
+		msg("modules: %s; no driver will be loaded", err);
+		return;
+	}
+	state = calloc((size_t)ix.nentry + 1, 1);
+	fail_errno_of = calloc((size_t)ix.nentry + 1, sizeof(int));
+	if (!state || !fail_errno_of) {
+		msg("modules: out of memory; no driver will be loaded");
+		return;
+	}
+	active = 1;
+	msg("modules: %d in the initramfs for kernel %s, %d aliases", ix.nentry, u.release, ix.nalias);
+	uevent_open();
+	load_overlay();
+	preload();
+	coldplug();
+	drain_uevents();
+}
+
+/* Why no driver took a device: what its modalias matched and what became of it. */
+static void unbound_dir(char *path, size_t len, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	size_t base = strlen(path);
+
+	if (depth > 24 || !(d = opendir(path)))
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char alias[512], why[300], drv[8];
+		int fd, match[MAX_MATCH], n, i;
+		ssize_t r;
+
+		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 12 > len)
+			continue;
+		if (e->d_type == DT_DIR) {
+			snprintf(path + base, len - base, "/%s", e->d_name);
+			unbound_dir(path, len, depth + 1);
+			path[base] = '\0';
+			continue;
+		}
+		if (e->d_type != DT_REG || strcmp(e->d_name, "modalias") != 0)
+			continue;
+		snprintf(path + base, len - base, "/driver");
+		r = readlink(path, drv, sizeof(drv));
+		snprintf(path + base, len - base, "/modalias");
+		fd = r < 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		path[base] = '\0';
+		if (fd < 0)
+			continue;
+		r = read(fd, alias, sizeof(alias) - 1);
+		if (close(fd) != 0 || r <= 0)
+			continue;
+		alias[r] = '\0';
+		alias[strcspn(alias, "\n")] = '\0';
+		/* the buses a boot disk hangs off; the rest (ACPI, CPU, platform) is noise here, and so are PCI
+		 * bridges (class 06): host and ISA bridges never have a driver, PCIe ports have a built-in one */
+		if (strncmp(alias, "pci:", 4) && strncmp(alias, "usb:", 4) && strncmp(alias, "virtio:", 7) &&
+		    strncmp(alias, "scsi:", 5) && strncmp(alias, "mmc:", 4) && strncmp(alias, "sdio:", 5))
+			continue;
+		if (strncmp(alias, "pci:", 4) == 0 && strstr(alias, "bc06sc"))
+			continue;
+		n = mod_match(&ix, alias, match, MAX_MATCH);
+		if (n == 0) {
+			snprintf(why, sizeof(why), "no module in the initramfs for it");
+		} else {
+			size_t used = 0;
+
+			for (i = 0; i < n && used < sizeof(why); i++) {
+				int w = snprintf(why + used, sizeof(why) - used, "%s%s %s", i ? "; " : "",
+						 ix.entry[match[i]].name,
+						 state[match[i]] == M_FAILED ? strerror(fail_errno_of[match[i]]) :
+						 state[match[i]] == M_LOADED ? "loaded, did not take it" :
+									       "not loaded");
+				used += w > 0 ? (size_t)w : 0;
+			}
+		}
+		msg("  %s (%s): %s", path + sizeof(SYS_DEVICES), alias, why);
+	}
+	if (closedir(d) != 0)
+		dbg("close %s: %s", path, strerror(errno));
+}
+
+void modload_report_unbound(void)
+{
+	static char path[1024];
+
+	if (!active)
+		return;
+	msg("devices with no driver (pci, usb, virtio, scsi, mmc):");
+	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
+	unbound_dir(path, sizeof(path), 0);
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256); with no medium the init lists the devices no driver took
+# shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+# shellcheck source=tests/qemu/lib.sh
+. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/qemu/profile-lib.bash
+. "$(dirname "$0")/profile-lib.bash"
+
+iso=$OUT/liveunion-debian.iso
+require profile-built profile_iso debian
+require pc-flavour grep -q 'pc kernel' "$OUT/profiles/debian/iso/tree/isolinux/isolinux.cfg"
+disks=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-pc.XXXXXX") || exit 1
+LIB_CLEANUP+=("rm -rf '$disks'")
+truncate -s 64M "$disks/nvme.img" "$disks/sd.img" "$disks/ehci.img"
+
+VM_MACHINE=q35 VM_SMP=4 VM_MEM=2048
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+hw=(-drive "if=none,id=nv,format=raw,file=$disks/nvme.img" -device nvme,serial=liveunion,drive=nv
+	-device sdhci-pci -drive "if=none,id=sd,format=raw,file=$disks/sd.img" -device sd-card,drive=sd
+	-device qemu-xhci,id=xhci -device usb-kbd,bus=xhci.0 -device usb-tablet,bus=xhci.0
+	-device usb-ehci,id=ehci -drive "if=none,id=st,format=raw,file=$disks/ehci.img" -device usb-storage,bus=ehci.0,drive=st
+	-device pci-ohci -device ich9-usb-uhci1
+	-nic user,model=e1000e -nic user,model=rtl8139
+	-device ich9-intel-hda -device hda-duplex -device virtio-gpu-pci -device i6300esb)
+require qemu-starts vm_start pc-hardware cd-bios "$iso" "${hw[@]}"
+require login-as-live-user-then-sudo profile_login
+vm_note "qemu start to root shell: $(($(now_ms) - VM_T0)) ms"
+check init-loaded-our-overlay log_has 'liveunion: overlayfs: loaded our overlay.ko'
+check no-module-failed fails log_has 'liveunion: module [^ ]+ \(for .*\) failed to load'
+check four-cpus vm_run nproc
+check nproc-is-4 out_is 4
+check plan-names-flavour vm_run 'liveunion status | grep -E "^  kernel"'
+check plan-kernel-pc out_has '^  kernel +pc$'
+check plan-overlay-ours out_has '^  kernel.overlay +ours'
+check os-release-variant vm_run '. /etc/os-release; echo $VARIANT_ID'
+check os-release-pc out_is liveunion-pc
+check kernel-is-debians vm_run 'uname -r'
+check kernel-release out_is 6.12.118+deb12-amd64
+check overlay-patch-in-force vm_run 'getconf NAME_MAX /'
+check name-max-255 out_is 255
+# every PCI device bound; a failure names each device without a driver (vendor:device, class). Host bridges
+# (class 0x0600) never have one: Linux drives them through the PCI core itself.
+check pci-all-bound vm_run 'udevadm settle -t 60; n=0; for d in /sys/bus/pci/devices/*; do [ -e "$d/driver" ] && continue; case $(cat $d/class) in 0x0600??) continue ;; esac; echo "no driver: ${d##*/} $(cat $d/vendor):$(cat $d/device) class $(cat $d/class)"; n=$((n + 1)); done; echo "unbound=$n"'
+check pci-unbound-0 out_has '^unbound=0$'
+check pci-devices-seen vm_run 'ls /sys/bus/pci/devices | wc -l'
+check pci-many out_has '^(1[0-9]|2[0-9])$'
+check drm-card vm_run 'ls /dev/dri/'
+check drm-card0 out_has 'card0'
+check hda-card vm_run 'cat /proc/asound/cards'
+check hda-listed out_has 'HDA-Intel'
+check usb-stick-on-ehci vm_run 'for i in $(seq 30); do ls /dev/disk/by-id/ 2>/dev/null | grep -q usb- && break; sleep 1; done; ls /dev/disk/by-id/'
+check usb-stick-seen out_has '^usb-'
+check nvme-disk vm_run 'test -b /dev/nvme0n1 && echo yes'
+check nvme-seen out_is yes
+check sd-card vm_run 'test -b /dev/mmcblk0 && echo yes'
+check sd-seen out_is yes
+check both-nics-dhcp vm_run 'for i in $(seq 60); do [ "$(ip -4 -o addr show scope global | grep -c "inet 10\.0\.2\.15/")" -ge 2 ] && break; sleep 1; done; ip -4 -o addr show scope global | grep -c "inet 10\.0\.2\.15/"'
+check two-addresses out_is 2
+vm_stop
+
+# Our module refused (lockdown=integrity allows only signed modules, as Secure Boot does): Debian's loads.
+cmdline=$(cat "$OUT/profiles/debian/iso/cmdline")
+VM_MACHINE=pc VM_SMP=1 VM_MEM=1024
+require qemu-starts-locked-down vm_start pc-hardware-lockdown kernel "" -kernel "$OUT/pc/vmlinuz" \
+	-initrd "$OUT/pc/initramfs.img" -append "$cmdline lockdown=integrity" \
+	-drive "file=$iso,if=ide,index=2,media=cdrom,readonly=on"
+require login-locked-down profile_login
+check refused-warning log_has 'liveunion: WARNING: our overlay.ko was refused \(Operation not permitted\): using the kernel.s own overlay module; without our patch NAME_MAX on / is 256, not 255'
+check kernel-overlay-loaded log_has 'liveunion: overlayfs: loaded the kernel.s kernel/fs/overlayfs/overlay.ko.xz'
+check lockdown-active vm_run 'cat /sys/kernel/security/lockdown'
+check lockdown-integrity out_has '\[integrity\]'
+check plan-overlay-kernels vm_run 'liveunion status | grep -E "^  kernel.overlay"'
+check plan-says-refused out_has 'kernel.s kernel/fs/overlayfs/overlay.ko.xz \(ours refused: Operation not permitted\)'
+check name-max-without-patch vm_run 'getconf NAME_MAX /'
+check name-max-256 out_is 256
+vm_stop
+
+# No medium: the report lists the devices no driver of the initramfs took (the e1000 NIC has none there),
+# and live.debug names the module each device pulled in (the IDE controller of the pc machine: ata_piix).
+require qemu-starts-no-medium vm_start pc-hardware-nomedium kernel "" -kernel "$OUT/pc/vmlinuz" \
+	-initrd "$OUT/pc/initramfs.img" -nic user,model=e1000 \
+	-append "console=ttyS0,115200n8 live.timeout=3 live.medium=UUID=1999123123595900 live.debug"
+require rescue-prompt vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check debug-names-module log_has '^liveunion: .*\(pci:v00008086d00007010[^)]*\) -> ata_piix(,|$)'
+check lists-unbound-devices log_has '^liveunion: devices with no driver \(pci, usb, virtio, scsi, mmc\):'
+check names-e1000-without-module log_has '^liveunion: +.*\(pci:v00008086d0000100E[^)]*\): no module in the initramfs for it$'
+check bridges-not-listed fails log_has '^liveunion: +.*\(pci:[^)]*bc06sc[^)]*\):'
+check ide-not-listed fails log_has '^liveunion: +.*\(pci:v00008086d00007010[^)]*\):'
+vm_stop
+finish
