@@ -10,6 +10,7 @@ TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 OUT=${OUT:-$TOP/out}
 ISO=${ISO:-$OUT/liveunion.iso}
 VM_MEM=${VM_MEM:-512}
+VM_SMP=${VM_SMP:-1}                     # virtual CPUs (boot-cd-bios.sh runs 2: the tiny kernel is SMP)
 VM_TIMEOUT=${VM_TIMEOUT:-300}           # hard limit for one qemu process
 VM_WAIT_TIMEOUT=${VM_WAIT_TIMEOUT:-120} # default for vm_wait and vm_run
 VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240} # boot to login prompt (UEFI under TCG is slow)
@@ -59,9 +60,9 @@ vm_start() {
 	cat "$VM_DIR/con.out" >>"$VM_LOG" &
 	VM_CAT=$!
 	VM_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
-	printf '%s\n' "$VM_QEMU -accel tcg -M pc -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
+	printf '%s\n' "$VM_QEMU -accel tcg -M pc -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
-	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel tcg -M pc -smp 1 -m "$VM_MEM" \
+	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel tcg -M pc -smp "$VM_SMP" -m "$VM_MEM" \
 		-display none -vga std -nic none -monitor none -parallel none \
 		-serial "pipe:$VM_DIR/con" "${media[@]}" "$@" </dev/null >"$VM_DIR/qemu.err" 2>&1 &
 	VM_PID=$!
@@ -255,6 +256,9 @@ boot_scenario() {
 	require "$mode-qemu-starts" vm_start "boot-$mode" "$mode" "$ISO"
 	require "$mode-login" vm_login
 	check banner-shows-version banner_has "liveunion $version"
+	# every CPU qemu gives is used (CONFIG_SMP): nproc counts the CPUs the kernel brought online
+	check "nproc-runs" vm_run nproc
+	check "nproc-is-$VM_SMP" out_is "$VM_SMP"
 	vm_run "grep ' / ' /proc/mounts | tail -n 1"
 	check root-is-overlay out_has '^[^ ]+ / overlay '
 	check overlay-upper-is-run-live-upper out_has 'upperdir=/run/live/upper/upper,'
