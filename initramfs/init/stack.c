@@ -147,6 +147,18 @@ int stack_upper(struct plan *p)
 	return 0;
 }
 
+/*
+ * With the tmpfs upper (no store, or only live.persist.paths in the store) the lower layers cannot change under
+ * the upper, which lives for one boot: index (hard links stay one inode across copy-up; needs a UUID on every
+ * lower, kernel/patches/0003 for squashfs) and redirect_dir (rename(2) of merged directories) are safe there.
+ * A store keeps both off: its upper outlives the image, and a new ISO under an index would refuse to mount
+ * (the upper root's origin no longer matches) and a redirect would point into a tree that changed.
+ */
+static bool upper_is_volatile(const struct plan *p)
+{
+	return strcmp(p->upper_kind, "tmpfs") == 0;
+}
+
 /* The new mount API: no one-page limit on the lowerdir list, and the kernel says why it refused. */
 static int overlay_fsopen(const struct plan *p, const char *upper, const char *work, int *fallback)
 {
@@ -169,6 +181,9 @@ static int overlay_fsopen(const struct plan *p, const char *upper, const char *w
 	if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
+	    (upper_is_volatile(p) &&
+	     (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
+	      syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
 		goto out;
 	mnt = (int)syscall(LIVE_NR_fsmount, fs, LIVE_FSMOUNT_CLOEXEC, 0);
@@ -216,7 +231,8 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 			return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
 		used += (size_t)n;
 	}
-	n = snprintf(opts + used, sizeof(opts) - used, ",upperdir=%s,workdir=%s,xino=on", upper, work);
+	n = snprintf(opts + used, sizeof(opts) - used, ",upperdir=%s,workdir=%s,xino=on%s", upper, work,
+		     upper_is_volatile(p) ? ",index=on,redirect_dir=on" : "");
 	if (n < 0 || (size_t)n >= sizeof(opts) - used)
 		return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
 	if (chdir(layers) != 0)
@@ -246,7 +262,9 @@ int stack_overlay(struct plan *p)
 		if (overlay_legacy(p, upper, work) != 0)
 			return -1;
 	}
-	msg("overlay on %s: upper %s, lower (top first):", p->newroot, upper);
+	msg("overlay on %s (xino=on, %s): upper %s, lower (top first):", p->newroot,
+	    upper_is_volatile(p) ? "index=on, redirect_dir=on: tmpfs upper" : "index and redirect_dir off: store upper",
+	    upper);
 	for (i = p->nlayers - 1; i >= 0; i--)
 		msg("  %s", p->layer[i].dir);
 	return 0;

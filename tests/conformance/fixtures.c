@@ -90,17 +90,21 @@ int make_fixtures(const char *dir, long long epoch)
 	static const char *const d[] = {
 		"f", "hl", "sl", "sp", "wo", "wo/dir-empty", "wo/dir-full", "wo/dir-full/sub", "wo/opaque",
 		"dirs", "dirs/tree", "dirs/tree/sub", "dirs/tree/sub/deep", "dirs/mvtree", "dirs/mvtree/sub",
-		"dirs/into", "dirs/out", "big", "types", "types/dir", "mm", "stdev", "stdev/dir", NULL,
+		"dirs/into", "dirs/out",
+		"dirs/xtree", "dirs/xtree/sub", "dirs/xtree/sub/deep", "dirs/mtree", "dirs/mtree/sub", "dirs/mtree/sub/deep",
+		"dirs/mxtree", "dirs/mxtree/sub", "dirs/mxtree/sub/deep", "dirs/dest", "big", "types", "types/dir", "mm", "stdev", "stdev/dir", NULL,
 	};
 	static const char *const fl[] = {
 		"hl/a", "sl/target", "sl/write-target", "sp/replace-me", "wo/file1", "wo/file2", "wo/recreate",
 		"wo/replace", "wo/dir-full/a", "wo/dir-full/b", "wo/dir-full/sub/c", "wo/opaque/x", "wo/opaque/y",
 		"dirs/tree/a", "dirs/tree/sub/b", "dirs/tree/sub/deep/c", "dirs/mvtree/a", "dirs/mvtree/sub/b",
-		"dirs/into/keep", "dirs/out/file", "types/file", "stdev/file", "stdev/chmod", NULL,
+		"dirs/into/keep", "dirs/out/file",
+		"dirs/xtree/a", "dirs/xtree/sub/b", "dirs/xtree/sub/deep/c", "dirs/mtree/a", "dirs/mtree/sub/b",
+		"dirs/mtree/sub/deep/c", "dirs/mxtree/a", "dirs/mxtree/sub/b", "dirs/mxtree/sub/deep/c", "dirs/dest/keep", "types/file", "stdev/file", "stdev/chmod", NULL,
 	};
 	static const char *const sl[] = {
 		"target", "sl/link", "target", "sl/chown-link", "write-target", "sl/write-link", "target",
-		"sl/rename-link", "missing", "sl/dangling", "a", "dirs/tree/link", "file", "types/symlink", NULL,
+		"sl/rename-link", "missing", "sl/dangling", "a", "dirs/tree/link", "a", "dirs/xtree/link", "a", "dirs/mtree/link", "a", "dirs/mxtree/link", "file", "types/symlink", NULL,
 	};
 	char rel[128], e[32];
 	int i, fd;

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -99,6 +100,72 @@ static int run_mv(const char *from, const char *to)
 	return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
+static int dir_empty(const char *d)
+{
+	struct dirent *e;
+	DIR *dp = opendir(d);
+	int n = 0;
+
+	if (!dp)
+		return 0;
+	while ((e = readdir(dp)))
+		n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+	closedir(dp);
+	return n == 0;
+}
+
+static int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY | O_CLOEXEC);
+
+	sync();
+	if (fd < 0)
+		return -1;
+	if (write(fd, "2", 1) != 1) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+/* rename(2) of a directory with lower content (NAME) from FROM to TO (another parent or the same); MERGED: a file
+ * is created in it first, so it is a merged directory. The tree must move whole, stay whole once the dentries
+ * left the cache (the redirect is read back from the upper), and a new directory at the old name must be empty. */
+static void dir_rename_one(const char *name, const char *from, const char *to, int merged)
+{
+	char f[4096], t[4096], p[4096 + 8];
+	struct stat st;
+
+	snprintf(f, sizeof(f), "%s", fx(from));
+	snprintf(t, sizeof(t), "%s", fx(to));
+	if (merged) {
+		snprintf(p, sizeof(p), "%s/new", f);
+		if (make_file(p, "new", 0) != 0) {
+			fail(name, "create %s: %s", p, strerror(errno));
+			return;
+		}
+	}
+	if (rename(f, t) != 0) {
+		if (errno == EXDEV && !has_opt("redirect_dir=on"))
+			known_limit("rename.dir-lower", "%s: rename(2) of a directory with lower content returns EXDEV "
+				    "(redirect_dir off); mv and other careful programs copy instead (rename.dir-mv)", name);
+		else
+			fail(name, "rename(2) %s -> %s: %s", from, to, strerror(errno));
+		return;
+	}
+	snprintf(p, sizeof(p), "%s/new", t);
+	if (!tree_intact(t) || (merged && (stat(p, &st) != 0 || st.st_size != FIX_SIZE)))
+		fail(name, "the moved tree %s is incomplete", to);
+	else if (lstat(f, &st) == 0 || errno != ENOENT)
+		fail(name, "the old name %s still resolves", from);
+	else if (mkdir(f, 0755) != 0 || !dir_empty(f))
+		fail(name, "a new directory at the old name %s is not empty: lower entries leak into it", from);
+	else if (drop_caches() != 0 || !tree_intact(t))
+		fail(name, "the moved tree %s is incomplete once its dentries left the cache", to);
+	else
+		ok(name);
+}
+
 static void dir_rename(void)
 {
 	struct stat st;
@@ -116,6 +183,16 @@ static void dir_rename(void)
 		} else {
 			fail("rename.dir-lower", "rename(2) of a lower directory: %s", strerror(errno));
 		}
+	}
+	if (want("rename.dir-lower-across"))
+		dir_rename_one("rename.dir-lower-across", "dirs/xtree", "dirs/dest/xtree", 0);
+	if (want("rename.dir-merged"))
+		dir_rename_one("rename.dir-merged", "dirs/mtree", "dirs/mtree-moved", 1);
+	if (want("rename.dir-merged-across")) {
+		if (mkdir(fx("rn-x"), 0755) != 0)
+			fail("rename.dir-merged-across", "mkdir rn-x: %s", strerror(errno));
+		else
+			dir_rename_one("rename.dir-merged-across", "dirs/mxtree", "rn-x/mxtree", 1);
 	}
 	if (want("rename.dir-mv"))
 		run_mv(fx("dirs/mvtree"), fx("dirs/mvtree-moved")) == 0 && lstat(fx("dirs/mvtree"), &st) != 0 &&
@@ -258,6 +335,97 @@ static void namemax_checks(void)
 	}
 }
 
+/* One call on a name one byte longer than the upper takes, which no layer holds: ENAMETOOLONG as on tmpfs or ext4,
+ * not ENOENT (an unpatched overlayfs checks names against the longest limit of any layer: squashfs takes 256). */
+static void missing_long(const char *call, int rc, const char *p)
+{
+	char name[64];
+	struct stat st;
+	int e = errno;
+
+	snprintf(name, sizeof(name), "namemax.missing-256.%s", call);
+	if (rc == 0)
+		fail(name, "%s of a 256-byte name that exists nowhere succeeded", call);
+	else if (e != ENAMETOOLONG)
+		fail(name, "%s: want ENAMETOOLONG, got %s", call, strerror(e));
+	else if (lstat(p, &st) == 0)
+		fail(name, "%s failed ENAMETOOLONG but left the name behind", call);
+	else
+		ok(name);
+}
+
+static void namemax_missing(void)
+{
+	char rel[300];
+	const char *p, *to;
+
+	memset(rel, 'M', 256);
+	rel[256] = '\0';
+	p = fx(rel);
+	to = fx("namemax-target");
+	if (want("namemax.missing-256.chmod"))
+		missing_long("chmod", chmod(p, 0600), p);
+	if (want("namemax.missing-256.chown"))
+		missing_long("chown", chown(p, 1, 1), p);
+	if (want("namemax.missing-256.lchown"))
+		missing_long("lchown", lchown(p, 1, 1), p);
+	if (want("namemax.missing-256.truncate"))
+		missing_long("truncate", truncate(p, 0), p);
+	if (want("namemax.missing-256.unlink"))
+		missing_long("unlink", unlink(p), p);
+	if (want("namemax.missing-256.rmdir"))
+		missing_long("rmdir", rmdir(p), p);
+	if (want("namemax.missing-256.link"))
+		missing_long("link", link(p, to), p);
+	if (want("namemax.missing-256.rename"))
+		missing_long("rename", rename(p, to), p);
+	if (want("namemax.missing-256.mknod"))
+		missing_long("mknod", mknod(p, S_IFREG | 0644, 0), p);
+	/* the 0/0 character device is how overlayfs marks a whiteout: refused EPERM, but only for a valid name */
+	if (want("namemax.missing-256.mknod-whiteout"))
+		missing_long("mknod-whiteout", mknod(p, S_IFCHR | 0644, makedev(0, 0)), p);
+	if (want("namemax.missing-256.stat")) {
+		struct stat st;
+
+		missing_long("stat", lstat(p, &st), p);
+	}
+}
+
+/* The second lower file with a 256-byte name (mklayer.sh): removing or renaming it away needs its name in the upper
+ * (a whiteout, or the copy-up), which a 255-byte upper cannot hold. */
+static void lower_long_remove(void)
+{
+	const char *n = "namemax.lower-256-remove";
+	char rel[300], b[16];
+	size_t len;
+	int ru, rr, eu, er;
+
+	if (!want(n))
+		return;
+	memset(rel, 'R', 256);
+	rel[256] = '\0';
+	rr = rename(fx(rel), fx("namemax-renamed"));
+	er = errno;
+	if (rr == 0) {
+		rr = read_all(fx("namemax-renamed"), b, sizeof(b), &len) == 0 && len == 5 && memcmp(b, "long\n", 5) == 0 &&
+		     access(fx(rel), F_OK) != 0 ? 0 : -2;
+		rr == 0 ? ok(n) : fail(n, "rename of the lower 256-byte name succeeded but the result is wrong");
+		return;
+	}
+	ru = unlink(fx(rel));
+	eu = errno;
+	if (ru == 0) {
+		fail(n, "unlink of the lower 256-byte name worked but rename gave %s", strerror(er));
+		return;
+	}
+	if (er == ENAMETOOLONG && eu == ENAMETOOLONG && read_all(fx(rel), b, sizeof(b), &len) == 0 && len == 5)
+		known_limit(n, "rename(2) and unlink(2) of a lower 256-byte name fail ENAMETOOLONG: its whiteout or copy-up "
+			    "would need the name in the upper, which takes 255; the file stays intact and readable");
+	else
+		fail(n, "rename: %s, unlink: %s (want success or ENAMETOOLONG with the file intact)", strerror(er),
+		     strerror(eu));
+}
+
 /* st_ino is persistent only if overlayfs follows the origin the copy-up recorded, once the inode is evicted. */
 static void ino_after_eviction(ino_t before)
 {
@@ -333,7 +501,10 @@ void check_misc(void)
 		dir_rename();
 	if (want_area("statfs"))
 		statfs_checks();
-	if (want_area("namemax"))
+	if (want_area("namemax")) {
 		namemax_checks();
+		namemax_missing();
+		lower_long_remove();
+	}
 	stdev_checks();
 }

@@ -42,11 +42,12 @@ int read_all(const char *path, char *buf, size_t cap, size_t *len);
 const char *mount_opts(void);                  /* options of the union mount, "" if unknown */
 int has_opt(const char *opt);                  /* opt ("index=on") is among them */
 int area_fresh(const char *area);
-/* More than one lower layer on filesystems without a UUID (squashfs): overlayfs then cannot tell which layer an
- * origin file handle belongs to and ignores origins, so st_ino of copied-up files is not kept once the inode
- * leaves the cache, and link() of a lower file gives the new name the upper st_ino. */
+/* More than one lower squashfs without a UUID of its own (a kernel without kernel/patches/0003): overlayfs then
+ * cannot tell which layer an origin file handle belongs to and ignores origins, so st_ino of copied-up files is not
+ * kept once the inode leaves the cache, and link() of a lower file gives the new name the upper st_ino. */
 int lower_uuid_ambiguous(void);
-#define AMBIGUOUS_UUID "more than one squashfs lower layer (no UUID): overlayfs does not follow copy-up origins"              /* 0 (and a FAIL) if an earlier run used these fixtures */
+#define AMBIGUOUS_UUID "more than one squashfs lower layer without a UUID (kernel without kernel/patches/0003): " \
+		       "overlayfs does not follow copy-up origins"
 int get_xattr(const char *path, const char *name, char *buf, size_t cap); /* length or -1 (errno) */
 int same_content(const char *path, const char *want, size_t len, const char **why);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/xattr.h>
@@ -201,12 +202,40 @@ int has_opt(const char *opt)
 	return 0;
 }
 
-/* Squashfs has a null s_uuid; two lower layers on two such filesystems make overlayfs disable origin decoding. */
+/* FS_IOC_GETFSUUID (Linux 6.8): a filesystem's s_uuid; ENOTTY when it has none (squashfs without
+ * kernel/patches/0003). Spelled out here: the static musl build has no kernel headers. */
+struct uc_fsuuid2 {
+	unsigned char len;
+	unsigned char uuid[16];
+};
+#define UC_FS_IOC_GETFSUUID _IOR(0x15, 0, struct uc_fsuuid2)
+
+/* The layer's UUID in u (0), or -1 when it has none. */
+static int layer_uuid(const char *dir, struct uc_fsuuid2 *u)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -1;
+	memset(u, 0, sizeof(*u));
+	r = ioctl(fd, UC_FS_IOC_GETFSUUID, u);
+	close(fd);
+	return r == 0 && u->len > 0 ? 0 : -1;
+}
+
+/* Overlayfs follows copy-up origins only if each lower filesystem has a UUID of its own; squashfs has a null
+ * s_uuid unless the kernel derives one (kernel/patches/0003). Two lower squashfs without one, or with the same
+ * one, make overlayfs disable origin decoding. */
 int lower_uuid_ambiguous(void)
 {
 	char opts[4096], *tok, *save = NULL, *d, *c;
-	dev_t seen[64];
-	int n = 0, i, dup;
+	struct {
+		dev_t dev;
+		int has;
+		struct uc_fsuuid2 u;
+	} seen[64];
+	int n = 0, i, dup, ambiguous = 0, has;
+	struct uc_fsuuid2 u;
 	struct statfs sf;
 	struct stat st;
 
@@ -224,11 +253,22 @@ int lower_uuid_ambiguous(void)
 				*c++ = '\0';
 			if (statfs(d, &sf) != 0 || sf.f_type != SQUASHFS_MAGIC || stat(d, &st) != 0)
 				continue;
-			for (i = 0, dup = 0; i < n; i++)
-				dup |= seen[i] == st.st_dev;
-			if (!dup && n < 64)
-				seen[n++] = st.st_dev;
+			has = layer_uuid(d, &u) == 0;
+			for (i = 0, dup = 0; i < n; i++) {
+				if (seen[i].dev == st.st_dev) {
+					dup = 1;
+					break;
+				}
+				if (!has || !seen[i].has || memcmp(seen[i].u.uuid, u.uuid, sizeof(u.uuid)) == 0)
+					ambiguous = 1;
+			}
+			if (!dup && n < 64) {
+				seen[n].dev = st.st_dev;
+				seen[n].has = has;
+				seen[n].u = u;
+				n++;
+			}
 		}
 	}
-	return n > 1;
+	return ambiguous;
 }

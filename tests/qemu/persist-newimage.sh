@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a new ISO on a stick whose store was made for another: the store is still used, the four changes are kept, meta records the change and the init says so
+# summary: a new ISO (another 10-base, so another squashfs UUID, and one more layer) on a stick whose store was made for another: the store still mounts (no index, no redirect_dir on a store), the four changes are kept, meta records the change and the init says so
 # shellcheck source=tests/qemu/persist-lib.bash
 . "$(dirname "$0")/persist-lib.bash"
 tag=$$ old=$PDIR/old.img new=$PDIR/new.img
@@ -11,17 +11,23 @@ check old-image-recorded vm_run "sed -n 's/^image=//p' /run/live/store/liveunion
 old_id=$VM_OUT
 require poweroff-old vm_poweroff
 
-# The "new release": the same build plus one more layer, so another build identity.
+# The "new release": a changed 10-base (another superblock, so another UUID under kernel/patches/0003: the store's
+# copy-up origins point at an image that is gone) plus one more layer, so another build identity.
 # The build identity has two digits of content hash: vary a byte until it differs from the old one.
 # shellcheck disable=SC2317 # called through require
 new_release() {
 	local n
 	mkdir -p "$PDIR/layer/etc" && echo "release 2" >"$PDIR/layer/etc/release-2" || return 1
+	rm -rf "$PDIR/base" && unsquashfs -q -n -d "$PDIR/base" "$OUT/rootfs/10-base.squashfs" >/dev/null &&
+		echo "base of release 2" >"$PDIR/base/etc/release-base" &&
+		env -u SOURCE_DATE_EPOCH mksquashfs "$PDIR/base" "$PDIR/10-base.squashfs" -noappend -quiet -no-progress \
+			-comp zstd -xattrs -all-time 1700000000 -mkfs-time 1700000000 >/dev/null || return 1
 	for n in 1 2 3 4 5 6 7 8; do
 		echo "$n" >"$PDIR/layer/etc/build" &&
 			env -u SOURCE_DATE_EPOCH mksquashfs "$PDIR/layer" "$PDIR/20-release2.squashfs" -noappend -quiet \
 				-no-progress -all-root -all-time 1700000000 -mkfs-time 1700000000 >/dev/null &&
-			"$TOP/build.sh" iso-with "$PDIR/new.iso" "$PDIR/20-release2.squashfs" >/dev/null 2>&1 || return 1
+			ISO_BASE_LAYER=$PDIR/10-base.squashfs \
+				"$TOP/build.sh" iso-with "$PDIR/new.iso" "$PDIR/20-release2.squashfs" >/dev/null 2>&1 || return 1
 		[ "$(dd if="$PDIR/new.iso" bs=1 skip=$((32768 + 830)) count=16 status=none)" != "$old_id" ] && return 0
 	done
 	return 1
@@ -41,6 +47,13 @@ check says-image-changed log_has "liveunion: persistence: the store was made for
 check store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
 check new-layer-there vm_run "cat /etc/release-2"
 check new-layer-content out_is "release 2"
+check new-base-there vm_run "cat /etc/release-base"
+check new-base-content out_is "base of release 2"
+vm_run "grep ' / ' /proc/mounts | tail -n 1"
+check store-root-is-overlay out_has '^[^ ]+ / overlay .*upperdir=/run/live/upper/upper'
+check store-root-no-index fails out_has '[,]index=on'
+check store-root-no-redirect_dir fails out_has '[,]redirect_dir=on'
+check no-overlay-error-in-dmesg fails vm_run "dmesg | grep -i 'overlayfs: .*\(fail\|stale\|refus\)'"
 check four-changes-kept four_kept "$tag"
 check meta-records-change vm_run "grep -x 'previous_image=$old_id' /run/live/store/liveunion-v1/meta && grep -q '^image_changed=' /run/live/store/liveunion-v1/meta && ! grep -qx 'image=$old_id' /run/live/store/liveunion-v1/meta"
 require poweroff-new vm_poweroff

@@ -7,8 +7,6 @@ VM_TIMEOUT=${VM_TIMEOUT:-600}
 . "$(dirname "$0")/profile-lib.bash"
 VM_MEM=${PROFILE_VM_MEM:-1024}
 
-# The same list as tests/qemu/unionfs-conformance.sh (README.md, Tests): anything else reported is a failure.
-KNOWN_LIMITS='links.hardlink-copyup mmap.shared-lower-then-write rename.dir-lower copyup.link.lower stdev.copyup-ino-after-eviction'
 iso=$OUT/tests/conformance-debian.iso
 
 # shellcheck disable=SC2317 # runs through require
@@ -31,7 +29,7 @@ suite_passed() { # every check passed, and enough of them ran for the run to mea
 only_documented_limits() {
 	local n bad=0
 	while read -r n; do
-		case " $KNOWN_LIMITS " in
+		case " $CONFORMANCE_KNOWN_LIMITS " in
 		*" $n "*) vm_note "known limit (README.md): $n" ;;
 		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
 		esac

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: kernel/patches/0001 in the guest: getconf NAME_MAX / prints 255 (not squashfs' 256), a 255-byte name is created on /, a 256-byte one fails ENAMETOOLONG, a 256-byte lower name still reads; one st_dev on /, st_ino kept by copy-up
+# summary: kernel/patches/0001 and 0002 in the guest: getconf NAME_MAX / prints 255 (not squashfs' 256), a 255-byte name is created on /, a 256-byte one fails ENAMETOOLONG, as does every call on a missing 256-byte name (ENOENT/EPERM unpatched), a 256-byte lower name still reads; one st_dev on /, st_ino kept by copy-up
 # shellcheck source=tests/qemu/lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +30,18 @@ check lower-256-byte-name-still-reads vm_run "cat /srv/unionconf/$long"
 check lower-256-byte-name-content out_is long
 check lower-256-byte-name-listed vm_run "ls /srv/unionconf | grep -cx '$long'"
 check lower-256-byte-name-listed-once out_is 1
+# kernel/patches/0002: a 256-byte name that no layer holds is too long for every call, as on tmpfs or ext4; an
+# unpatched overlayfs says ENOENT (it checks names against squashfs' 256) and EPERM for mknod c 0 0 (the whiteout
+# check ran first). Each busybox command prints the errno's text.
+missing=/root/$(printf 'M%.0s' $(seq 256))
+for call in "chmod:chmod 600 $missing" "chown:chown 1 $missing" "lchown:chown -h 1 $missing" \
+	"truncate:truncate -s 0 $missing" "unlink:unlink $missing" "rmdir:rmdir $missing" "link:ln $missing /root/t" \
+	"rename:mv $missing /root/t" "mknod-fifo:mknod $missing p" "mknod-whiteout:mknod $missing c 0 0"; do
+	check "missing-256-${call%%:*}-fails" fails vm_run "${call#*:}"
+	check "missing-256-${call%%:*}-ENAMETOOLONG" out_has 'File name too long'
+done
+check missing-256-left-nothing vm_run 'ls -a /root /run/live/upper/upper/root | grep -c "^MMM\|^t$"; true'
+check missing-256-nothing-created out_is 0
 
 # xino=on (the init's option): one st_dev for a lower file, a copied-up file, a merged directory, a new file and /.
 vm_run 'stat -c %i /etc/profile'

@@ -130,6 +130,9 @@ fi
 check "medium found on the loop device" grep -q "medium UUID=2026-01-01-12-34-56-00 found on $dev/$ln" "$tmp/out"
 check "overlay mounted on the new root" test "$(findmnt -n -o FSTYPE "$root")" = overlay
 check "overlay has xino=on" grep -q 'xino=on' <<<"$(findmnt -n -o OPTIONS "$root")"
+# a tmpfs upper gets redirect_dir and index (the host kernel drops index itself for two squashfs without a UUID)
+check "overlay has redirect_dir=on (tmpfs upper)" grep -q 'redirect_dir=on' <<<"$(findmnt -n -o OPTIONS "$root")"
+check "the init names the options" grep -q 'index=on, redirect_dir=on: tmpfs upper' "$tmp/out"
 check "top layer wins" test "$(cat "$root/etc/who")" = extra
 check "lower file readable" test "$(cat "$root/etc/base-only")" = base-only
 check "medium is $medium_type read-only" grep -q "^$medium_type ro" <<<"$(findmnt -n -o FSTYPE,OPTIONS "$run/medium")"

@@ -25,24 +25,34 @@ stage() {
 }
 
 # A tree holding exactly the files the series touches, taken from the real source.
+series=()
+while read -r p; do
+	case "$p" in '' | '#'*) ;; *) series+=("$p") ;; esac
+done <"$TOP/kernel/patches/series"
+mapfile -t files < <(cd "$TOP/kernel/patches" && sed -n 's|^+++ b/\([^[:space:]]*\).*|\1|p' "${series[@]}" | sort -u)
 src=$(find "$TOP/out/kernel" -maxdepth 1 -name 'src-*' -type d 2>/dev/null | head -n 1)
 src=${src:+$src/}
 if [ -z "$src" ]; then
 	mkdir -p "$work/orig"
-	tar -xf /usr/src/linux-source-6.12.tar.xz -C "$work/orig" --strip-components=1 --wildcards '*/fs/overlayfs/super.c'
+	tar -xf /usr/src/linux-source-6.12.tar.xz -C "$work/orig" --strip-components=1 "${files[@]/#/linux-source-6.12/}"
 	src=$work/orig/
 fi
-mkdir -p "$work/good/fs/overlayfs"
-# The unpatched file: reverse the series on a copy when the cached tree is already patched.
-cp "${src}fs/overlayfs/super.c" "$work/good/fs/overlayfs/super.c"
-if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c"; then
-	patch -s -R -d "$work/good" -p1 <"$TOP/kernel/patches/0001-ovl-statfs-upper-namelen.patch"
-fi
+for f in "${files[@]}"; do
+	mkdir -p "$work/good/$(dirname "$f")" && cp "$src$f" "$work/good/$f"
+done
+# The unpatched files: reverse the series, last patch first, on a copy when the cached tree is already patched.
+for ((i = ${#series[@]} - 1; i >= 0; i--)); do
+	if patch -s -R -d "$work/good" -p1 --dry-run --batch <"$TOP/kernel/patches/${series[i]}" >/dev/null 2>&1; then
+		patch -s -R -d "$work/good" -p1 --batch <"$TOP/kernel/patches/${series[i]}"
+	fi
+done
 cp -a "$work/good" "$work/broken"
 sed -i 's/buf->f_namelen = ofs->namelen;/buf->f_namelen = 255;/' "$work/broken/fs/overlayfs/super.c"
 
 out=$(stage kernel_apply_patches "$work/good")
-if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" && ! grep -q DIE <<<"$out"; then
+if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" &&
+	grep -q 'upper_namelen' "$work/good/fs/overlayfs/namei.c" && grep -q 'squashfs_set_uuid' "$work/good/fs/squashfs/super.c" &&
+	! grep -q DIE <<<"$out"; then
 	ok "series applies to the Debian 6.12 source"
 else
 	bad "series applies to the Debian 6.12 source: $out"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Host test (root, private mount namespace): NAME_MAX of a squashfs + tmpfs overlay on the build host's kernel, which
-# lacks kernel/patches/0001. It shows the bug the patch fixes: getconf NAME_MAX says 256 (squashfs' limit) while a
-# 256-byte name cannot be created (tmpfs takes 255). The patched kernel's side is tests/qemu/unionfs-namemax.sh,
+# lacks kernel/patches/0001 and 0002. It shows the bugs they fix: getconf NAME_MAX says 256 (squashfs' limit) while a
+# 256-byte name cannot be created (tmpfs takes 255), and a missing 256-byte name is ENOENT, not ENAMETOOLONG. The patched kernel's side is tests/qemu/unionfs-namemax.sh,
 # which fails on such a kernel. Here both outcomes pass, named: this kernel's symptom, or a fixed host kernel.
 set -euo pipefail
 export LC_ALL=C
@@ -56,6 +56,17 @@ case "$union" in
 256) echo "# union-reports-255 fails on this kernel: the overlay reports 256 but the longest name that can be created is 255 (the bug kernel/patches/0001 fixes)"
 	check unpatched-symptom-shown true ;;
 *) check "union-reports-255-or-256 (got $union)" false ;;
+esac
+# kernel/patches/0002: a 256-byte name that exists in no layer; ext4 or tmpfs say ENAMETOOLONG for it.
+missing=$work/m/$(printf 'M%.0s' $(seq 256))
+out=$(chmod 600 "$missing" 2>&1) && rc=0 || rc=$?
+check chmod-of-missing-256-fails test "$rc" -ne 0
+case "$out" in
+*'File name too long'*) echo "# chmod of a missing 256-byte name: ENAMETOOLONG, this host kernel has the fix (kernel/patches/0002)"
+	check missing-256-ENAMETOOLONG true ;;
+*'No such file or directory'*) echo "# chmod of a missing 256-byte name says ENOENT on this kernel, not ENAMETOOLONG (the bug kernel/patches/0002 fixes)"
+	check unpatched-missing-256-symptom-shown true ;;
+*) check "missing-256-ENAMETOOLONG-or-ENOENT (got: $out)" false ;;
 esac
 echo "$pass passed, $failn failed"
 [ "$failn" -eq 0 ]
