@@ -7,12 +7,14 @@
 #   require NAME COMMAND...     a check nothing after it can mean anything without: finish at once when it fails
 #   skip NAME REASON            what this machine cannot check, and why: counted and shown, and tests/run fails
 #                               the run for it unless LIVEUNION_ALLOW_SKIPS=1 (README.md, Tests)
-#   no_line ERE FILE...         grep found no line (and did not fail: a missing file is not an absence)
+#   no_line ERE [FILE...]       no line of the files (or stdin) matches ERE; a file that cannot be read is no absence
 #   absent ERE COMMAND...       COMMAND succeeds and no line of its output matches ERE
 #   finish                      `N passed, N failed, N skipped`, the exit status
 #   needs_root WHY, private_mounts "$@" (re-runs the script in a mount namespace of its own)
 #   part_read IMAGE N [FILE], part_write IMAGE N FILE: partition N of a disk image, out and back in
 #   at_exit COMMAND             run at exit (after the VM is stopped, for the qemu scenarios)
+[ -z "${LIVEUNION_TEST_LIB:-}" ] || return 0
+LIVEUNION_TEST_LIB=1
 set -uo pipefail
 export LC_ALL=C
 
@@ -100,11 +102,11 @@ skip() {
 fails() { ! "$@"; }
 
 no_line() {
-	local rc
-	grep -Eq -- "$@" && rc=0 || rc=$?
-	[ "$rc" -eq 1 ] && return 0
-	[ "$rc" -eq 0 ] && printf '#   found: %s\n' "$(grep -Eh -m1 -- "$@")" >&2
-	[ "$rc" -gt 1 ] && printf '#   grep -E %s: exit %s (an error, not an absence)\n' "$*" "$rc" >&2
+	local re=$1 text
+	shift
+	text=$(cat -- "$@") || { printf '#   no_line: cannot read %s: not an absence\n' "${*:-its input}" >&2; return 1; }
+	grep -Eq -- "$re" <<<"$text" || return 0
+	printf '#   found: %s\n' "$(grep -E -m1 -- "$re" <<<"$text")" >&2
 	return 1
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # summary: USB stick with a liveunion-rw ext4 partition, BIOS: a file in /home, a file in /etc, a deleted and a chmod-ed lower file survive reboot; store clean after poweroff
-# shellcheck source=tests/qemu/persist-lib.bash
-. "$(dirname "$0")/persist-lib.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img
 require stick-made make_stick "$img" --persist-size 32M
-require qemu-starts pvm_start persist-part-bios bios "$img"
+require qemu-starts vm_start persist-part-bios stick-bios "$img"
 require login vm_login
 check init-said-store log_has 'liveunion: persistence: store /dev/sd[a-z]3 \(LABEL=liveunion-rw\), ext4, [0-9]+ MiB free'
 vm_run "grep ' /run/live/upper ' /proc/mounts"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # summary: live.persist.paths=/home,/var/lib/app (and the store's paths file): only those directories survive reboot, the rest of / is volatile; a full store is announced
-# shellcheck source=tests/qemu/persist-lib.bash
-. "$(dirname "$0")/persist-lib.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
 require stick-made make_stick "$img" --persist-size 32M
-require boot1 kvm_start persist-paths "$img" "live.persist.paths=/home,/var/lib/app,/root,/proc/x"
+require boot1 vm_start persist-paths stick-bios "$img" --keys "live.persist.paths=/home,/var/lib/app,/root,/proc/x"
 require login1 vm_login
 check said-home-persists log_has 'liveunion: persistence: /home persists \(store store/liveunion-v1/paths/home\)'
 check said-app-persists log_has 'liveunion: persistence: /var/lib/app persists'
@@ -25,7 +25,7 @@ check etc-file-gone vm_run "test ! -e /etc/kept && test -e /etc/shells"
 # the store's own list applies when the command line names none
 check write-paths-file vm_run "printf '/home\n/etc\n' >/run/live/store/liveunion-v1/paths.conf && sync"
 require poweroff1 vm_poweroff
-require boot2 kvm_start persist-paths "$img" ""
+require boot2 vm_start persist-paths stick-bios "$img" --direct
 require login2 vm_login
 check paths-file-used log_has 'liveunion: persistence: /etc persists'
 check etc-write vm_run "echo etc2-$tag >/etc/kept2 && sync"
@@ -37,7 +37,7 @@ check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the persistence store /run/live/store is FULL: writes to the persistent directories now fail' 30
 check store-freed vm_run "rm /home/big && sync"
 check store-back-said vm_wait 'liveunion: the persistence store /run/live/store is back to [0-9]+% used' 30
-check tmpfs-upper-not-called-full fails log_has 'the upper layer /run/live/upper is FULL'
+check tmpfs-upper-not-called-full log_lacks 'the upper layer /run/live/upper is FULL'
 require poweroff2 vm_poweroff
 check store-clean store_fsck "$img"
 check store-unmounted-cleanly store_clean

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # summary: the union conformance suite (tests/conformance) on the live root of a test ISO (our kernel, initramfs, 10-base + 90-conformance): every check passes, only documented overlayfs limits reported
 VM_TIMEOUT=${VM_TIMEOUT:-420}
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
 
 # The overlayfs limits README.md (Tests) documents for the init's options; any other known-limit line is a failure.
 KNOWN_LIMITS='links.hardlink-copyup mmap.shared-lower-then-write rename.dir-lower copyup.link.lower stdev.copyup-ino-after-eviction'

@@ -38,7 +38,7 @@ cp -a "$work/good" "$work/broken"
 sed -i 's/buf->f_namelen = ofs->namelen;/buf->f_namelen = 255;/' "$work/broken/fs/overlayfs/super.c"
 
 out=$(stage kernel_apply_patches "$work/good")
-if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" && ! grep -q DIE <<<"$out"; then
+if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" && no_line DIE <<<"$out"; then
 	ok "series applies to the Debian 6.12 source"
 else
 	bad "series applies to the Debian 6.12 source: $out"

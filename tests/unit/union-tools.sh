@@ -116,7 +116,7 @@ check "flatten to a directory equals the kernel's merge" diff <(tree_sum m) <(tr
 check "flatten keeps hard links" test "$(stat -c %i flat/usr/bin/sh)" = "$(stat -c %i flat/usr/bin/ash)"
 check "flatten keeps device nodes" test "$(stat -c %F:%t:%T flat/null)" = "character special file:1:3"
 check "flatten keeps user xattrs" test "$(python3 -c 'import os; print(os.getxattr("flat/etc/hostname", "user.note").decode())')" = base
-check "flatten drops overlay's own xattrs" sh -c "! python3 -c 'import os; os.getxattr(\"flat/var/old\", \"trusted.overlay.opaque\")' 2>/dev/null"
+check "flatten drops overlay's own xattrs" absent 'trusted\.overlay' python3 -c 'import os; print("\n".join(os.listxattr("flat/var/old")))'
 # a reproducible build sets SOURCE_DATE_EPOCH: it dates the image, never the files in it
 SOURCE_DATE_EPOCH=1700000000 "$LU" flatten S l0 l1.squashfs -o out.squashfs
 mkdir sq; mount -o loop,ro out.squashfs sq

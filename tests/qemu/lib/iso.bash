@@ -1,29 +1,10 @@
 # shellcheck shell=bash
-# Sourced by tests/qemu/layers.sh, verity.sh, toram.sh and bench/toram (build host): test ISOs with extra
-# layers, booting one with a chosen kernel command line, and damaging a copy of one in place.
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+# Sourced by the scenarios that make or change ISOs (layers, verity, toram, bad-squashfs, unionfs-*) and by
+# bench/toram (build host): test ISOs with extra layers, where a file lies in an ISO, damaging a copy in place.
+# shellcheck source=tests/qemu/lib/vm.bash
+. "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
 MDIR=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-medium.XXXXXX")
-LIB_CLEANUP+=("rm -rf '$MDIR'")
-
-# iso_cmdline ISO: the kernel command line the build put in the menus of ISO (made by ./build.sh or iso-with).
-iso_cmdline() {
-	local iso=$1 name
-	if [ "$iso" = "$OUT/liveunion.iso" ]; then
-		cat "$OUT/iso/cmdline"
-	else
-		name=$(basename "$iso" .iso)
-		cat "$OUT/iso-with/${name%-damaged*}/cmdline"
-	fi
-}
-
-# vm_boot_with NAME ISO CMDLINE [qemu args...]: the built kernel and initramfs with CMDLINE, ISO as the CD.
-vm_boot_with() {
-	local name=$1 iso=$2 cmdline=$3
-	shift 3
-	vm_start "$name" kernel "" -kernel "$OUT/kernel/bzImage" -initrd "$OUT/initramfs.img" -append "$cmdline" \
-		-drive "file=$iso,if=ide,index=2,media=cdrom,readonly=on" "$@"
-}
+at_exit "rm -rf '$MDIR'"
 
 # iso_file_offset ISO PATH: "OFFSET SIZE", the byte offset of PATH's data in ISO and its size.
 iso_file_offset() {
@@ -48,4 +29,12 @@ iso_menu_lines() {
 	xorriso -indev "$1" -osirrox on -extract /isolinux/isolinux.cfg "$MDIR/isolinux.cfg" \
 		-extract /boot/grub/grub.cfg "$MDIR/grub.cfg" >/dev/null 2>&1 || return 1
 	grep -h -E '^[[:space:]]*(APPEND|linux) ' "$MDIR/isolinux.cfg" "$MDIR/grub.cfg"
+}
+
+# conformance_iso: $OUT/tests/conformance.iso = the built kernel, initramfs and 10-base plus the 90-conformance test
+# layer (tests/conformance/mklayer.sh). Both steps are cached by their inputs and never rebuild a build stage.
+CONFORMANCE_ISO=$OUT/tests/conformance.iso
+conformance_iso() {
+	"$TOP/tests/conformance/mklayer.sh" >&2 &&
+		"$TOP/build.sh" iso-with "$CONFORMANCE_ISO" "$OUT/tests/90-conformance.squashfs" >&2
 }
