@@ -39,17 +39,12 @@ require login vm_login
 check stack-printed-bottom-to-top log_has '^liveunion: stack, bottom to top \(3 layer\(s\), dm-verity\): 10-base 15-stuff 20-del'
 check motd-in-10-base vm_run 'test -f /run/live/layers/10-base/etc/motd'
 check motd-deleted-by-20 vm_none 'test ! -e /etc/motd && ls -a /etc' '^motd$'
-check opaque-dir-lower-has-x-y vm_run 'ls /run/live/layers/15-stuff/opt/a | tr "\n" " "'
-check opaque-dir-lower-x-y out_is 'x y '
-check opaque-dir-merged vm_run 'ls -a /opt/a | tr "\n" " "'
-check opaque-dir-merged-only-z out_is '. .. z '
-check issue-replaced vm_run 'cat /etc/issue'
-check issue-replaced-text out_is 'replaced by 20-del'
-check 15-stuff-seen vm_run 'cat /etc/stuff'
-check 15-stuff-text out_is stuff
+check opaque-dir-lower-has-x-y vm_fact 'ls /run/live/layers/15-stuff/opt/a | tr "\n" " "' 'x y '
+check opaque-dir-merged vm_fact 'ls -a /opt/a | tr "\n" " "' '. .. z '
+check issue-replaced vm_fact 'cat /etc/issue' 'replaced by 20-del'
+check 15-stuff-seen vm_fact 'cat /etc/stuff' stuff
 check plan-lists-layers vm_run 'grep -x "layers=10-base,15-stuff,20-del" /run/live/plan'
-check every-layer-through-dm-verity vm_run 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts; grep -c "^/dev/dm-[0-9]* /run/live/layers/" /proc/mounts'
-check three-mounts-three-dm out_is $'3\n3'
+check every-layer-through-dm-verity vm_fact 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts; grep -c "^/dev/dm-[0-9]* /run/live/layers/" /proc/mounts' $'3\n3'
 vm_stop
 
 # live.layers=-20-del: the deleted and hidden files are back; the exclusion is said.
@@ -59,8 +54,7 @@ require login-without-20 vm_login
 check exclusion-said log_has '^liveunion: live.layers=-20-del leaves out: 20-del'
 check stack-without-20 log_has '^liveunion: stack, bottom to top \(2 layer\(s\), dm-verity\): 10-base 15-stuff$'
 check motd-back vm_run 'test -f /etc/motd'
-check opaque-gone vm_run 'ls /opt/a | tr "\n" " "'
-check opaque-gone-x-y out_is 'x y '
+check opaque-gone vm_fact 'ls /opt/a | tr "\n" " "' 'x y '
 check issue-not-replaced vm_none 'cat /etc/issue' 'replaced by 20-del'
 vm_stop
 
@@ -83,14 +77,10 @@ require qemu-starts-50 vm_start layers50 cd-bios "$iso50" --keys loglevel=4
 require login-50 vm_login
 check fifty-printed-bottom-to-top log_has "^liveunion: stack, bottom to top \\(50 layer\\(s\\), unverified\\): $want\$"
 check unverified-warning log_has '^liveunion: WARNING: no live.verify= root hashes'
-check fifty-mounted vm_run 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts'
-check fifty-mounted-count out_is 50
-check fifty-lowers-on-root vm_run "grep ' / overlay ' /proc/mounts | tr ',' '\\n' | grep -c '^lowerdir+=/run/live/layers/'"
-check fifty-lowers-count out_is 50
-check every-layer-file vm_run 'ls /layers | wc -l'
-check every-layer-file-count out_is 49
-check top-layer-wins vm_run 'cat /etc/who'
-check top-layer-wins-text out_is layer59
+check fifty-mounted vm_fact 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts' 50
+check fifty-lowers-on-root vm_fact "grep ' / overlay ' /proc/mounts | tr ',' '\\n' | grep -c '^lowerdir+=/run/live/layers/'" 50
+check every-layer-file vm_fact 'ls /layers | wc -l' 49
+check top-layer-wins vm_fact 'cat /etc/who' layer59
 check base-under-fifty vm_run 'test -x /bin/busybox && test -f /etc/motd'
 vm_stop
 rm -f "$OUT/tests/layers50-verity.iso"

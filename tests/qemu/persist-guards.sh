@@ -79,8 +79,7 @@ require full-login vm_login
 check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=32" 60
 check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
-check store-still-answers vm_run "rm /home/big && sync && echo alive-$tag"
-check store-alive out_is "alive-$tag"
+check store-still-answers vm_fact "rm /home/big && sync && echo alive-$tag" "alive-$tag"
 check store-back-announced vm_wait 'liveunion: the upper layer /run/live/upper is back to [0-9]+% used' 30
 check store-full-in-syslog vm_run "grep -q 'upper layer /run/live/upper is FULL' /var/log/messages || logread | grep -q 'is FULL'"
 require full-poweroff vm_poweroff
@@ -92,7 +91,6 @@ check tmpfs-fill-to-93 vm_run "dd if=/dev/zero of=/big93 bs=1k count=\$((8192 * 
 check tmpfs-90-announced vm_wait 'liveunion: the upper layer /run/live/upper is 9[0-9]% full \([0-9]+ KiB left\)' 30
 check tmpfs-fill-fails fails vm_run "dd if=/dev/zero of=/big bs=1M count=16" 60
 check tmpfs-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
-check tmpfs-still-answers vm_run "echo alive-$tag"
-check tmpfs-alive out_is "alive-$tag"
+check tmpfs-still-answers vm_fact "echo alive-$tag" "alive-$tag"
 vm_stop
 finish

@@ -27,8 +27,7 @@ check save-runs vm_run "liveunion save mine" 120
 check save-says-where out_has '^saved 11-mine: /run/live/store/liveunion-v1/layers/11-mine\.squashfs \([0-9]+ bytes'
 check save-says-which-boot out_has "next boot from this stick stacks it on top of the medium's layers as 11-mine"
 check save-says-how-to-leave-out out_has 'live\.layers=-mine leaves it out'
-check store-holds-only-the-layer vm_run "ls -A /run/live/store/liveunion-v1/layers"
-check store-layer-name out_is 11-mine.squashfs
+check store-holds-only-the-layer vm_fact "ls -A /run/live/store/liveunion-v1/layers" 11-mine.squashfs
 check same-name-refused fails vm_run "liveunion save mine"
 check same-name-says-so out_has 'a layer called mine already exists: /run/live/store/liveunion-v1/layers/11-mine\.squashfs'
 check bad-name-refused fails vm_run "liveunion save My.Layer"
@@ -92,9 +91,7 @@ check cd-save-suggests-to out_has 'Use --to DIR'
 check cd-save-to-tmp vm_run "liveunion save x --to /tmp" 120
 check cd-save-to-tmp-says out_has '^saved 11-x: /tmp/11-x\.squashfs'
 check cd-save-says-how-to-use out_has 'liveunion-v1/layers/ of a persistence store'
-check cd-only-the-layer-in-tmp vm_run "ls -A /tmp"
-check cd-tmp-listing out_is 11-x.squashfs
-check cd-layer-holds-change vm_run "mount -o loop,ro /tmp/11-x.squashfs /mnt && cat /mnt/etc/cd-new && ls -A /mnt/tmp; umount /mnt"
-check cd-layer-content out_is "cd-$tag"
+check cd-only-the-layer-in-tmp vm_fact "ls -A /tmp" 11-x.squashfs
+check cd-layer-holds-change vm_fact "mount -o loop,ro /tmp/11-x.squashfs /mnt && cat /mnt/etc/cd-new && ls -A /mnt/tmp; umount /mnt" "cd-$tag"
 vm_stop
 finish

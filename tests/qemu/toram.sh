@@ -25,11 +25,9 @@ check medium-released-ejected log_has '^liveunion: live\.toram: layers are in RA
 check tray-open-after-boot test "$(tray_open)" = true
 check medium-not-mounted vm_none 'cat /proc/mounts' ' /run/live/medium '
 # the kernel's own view: losetup shows the name given at attach time, LOOP_CHANGE_FD does not rename
-check loops-read-ram-copies vm_run 'cat /sys/block/loop*/loop/backing_file | grep -c "^/run/live/toram/"'
-check loops-read-ram-copies-count out_is 2
+check loops-read-ram-copies vm_fact 'cat /sys/block/loop*/loop/backing_file | grep -c "^/run/live/toram/"' 2
 check verity-still-on vm_run 'grep "^/dev/dm-0 /run/live/layers/10-base " /proc/mounts'
-check base-file-reads-from-ram vm_run 'md5sum </bin/busybox | cut -d" " -f1'
-check base-file-intact out_is "$busybox_sum"
+check base-file-reads-from-ram vm_fact 'md5sum </bin/busybox | cut -d" " -f1' "$busybox_sum"
 check plan-toram-result vm_run 'grep "^toram.result=copied .* medium released; ejected$" /run/live/plan'
 vm_stop
 
@@ -40,8 +38,7 @@ require qemu-starts-disk vm_start toram-disk none "" --keys "live.toram live.deb
 require login-disk vm_login
 check disk-base-read-directly log_has '^liveunion: live\.toram: /run/live/medium/live/10-base\.squashfs lies at byte [0-9]+ of /dev/vda[0-9]*: read from there with O_DIRECT$'
 check disk-released-not-ejected log_has '^liveunion: live\.toram: layers are in RAM; the medium /dev/vda[0-9]* is released and can be removed \(not a CD drive, nothing to eject\)$'
-check disk-base-file-reads-from-ram vm_run 'md5sum </bin/busybox | cut -d" " -f1'
-check disk-base-file-intact out_is "$busybox_sum"
+check disk-base-file-reads-from-ram vm_fact 'md5sum </bin/busybox | cut -d" " -f1' "$busybox_sum"
 vm_stop
 
 # 72 MiB of RAM: the copy does not fit beside the 64 MiB reserve; said, and the boot goes on from the medium.
@@ -52,8 +49,7 @@ VM_MEM=$VM_MEM_SAVED
 require login-small vm_login
 check not-enough-ram-said log_has '^liveunion: live\.toram: not enough RAM: need [0-9]+ MiB \(layers \+ 64 MiB reserve\), MemAvailable [0-9]+ MiB; booting from the medium instead$'
 check no-copy-made log_lacks 'live\.toram: copying'
-check medium-still-mounted vm_run 'grep -c "^/dev/sr0 /run/live/medium " /proc/mounts'
-check medium-still-mounted-count out_is 1
+check medium-still-mounted vm_fact 'grep -c "^/dev/sr0 /run/live/medium " /proc/mounts' 1
 check plan-toram-skipped vm_run 'grep "^toram.result=skipped: not enough RAM" /run/live/plan'
 vm_stop
 finish
