@@ -29,8 +29,8 @@ check stdin-is-not-the-console vm_run 'cat; echo after-cat'
 check stdin-output out_is after-cat
 check fact-one-check vm_fact 'echo one; echo two' $'one\ntwo'
 check fact-wrong-output-fails fails vm_fact 'echo one' two
-check none-when-absent vm_none 'ls /' '^no-such-entry$'
-check none-fails-when-present fails vm_none 'ls /' '^etc$'
+check none-when-absent vm_none 'ls -1 /' '^no-such-entry$'
+check none-fails-when-present fails vm_none 'ls -1 /' '^etc$'
 check none-fails-when-the-command-fails fails vm_none 'ls /no/such/dir'
 check log-lacks-absent log_lacks 'no such line, ever'
 check log-lacks-fails-when-present fails log_lacks 'login: *'
@@ -53,7 +53,7 @@ check guest-answers-after-hang vm_wait '@@E[0-9]+@@ 0' 30
 vm_powercut
 check dead-vm-run-fails probe_failed 'is not running' vm_run true
 check dead-fails-vm-run-fails probe_failed 'is not running' fails vm_run true
-check dead-vm-none-fails probe_failed 'is not running' vm_none 'ls /' '^no-such-entry$'
+check dead-vm-none-fails probe_failed 'is not running' vm_none 'ls -1 /' '^no-such-entry$'
 check dead-vm-fact-fails probe_failed 'is not running' fails vm_fact true x
 # Outside a check too: a dead VM under a bare vm_run fails the whole test.
 # shellcheck disable=SC2317

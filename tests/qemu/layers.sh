@@ -38,7 +38,7 @@ require qemu-starts vm_start layers cd-bios "$iso"
 require login vm_login
 check stack-printed-bottom-to-top log_has '^liveunion: stack, bottom to top \(3 layer\(s\), dm-verity\): 10-base 15-stuff 20-del'
 check motd-in-10-base vm_run 'test -f /run/live/layers/10-base/etc/motd'
-check motd-deleted-by-20 vm_none 'test ! -e /etc/motd && ls -a /etc' '^motd$'
+check motd-deleted-by-20 vm_none 'test ! -e /etc/motd && ls -1a /etc' '^motd$'
 check opaque-dir-lower-has-x-y vm_fact 'ls /run/live/layers/15-stuff/opt/a | tr "\n" " "' 'x y '
 check opaque-dir-merged vm_fact 'ls -a /opt/a | tr "\n" " "' '. .. z '
 check issue-replaced vm_fact 'cat /etc/issue' 'replaced by 20-del'

@@ -51,7 +51,7 @@ check medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
 check writes-work vm_fact "echo $token >/$token && echo $token >/var/lib/kiosk/$token && echo $token >/etc/$token && sync && cat /var/lib/kiosk/$token" "$token"
 require reboot-in-same-vm profile_reboot
 check systemd-running-after-reboot profile_running
-check nothing-persisted vm_none 'ls -a / /var/lib/kiosk /etc /run/live/upper/upper' "$token"
+check nothing-persisted vm_none 'ls -1a / /var/lib/kiosk /etc /run/live/upper/upper' "$token"
 check app-running-after-reboot app_is_running_as_kiosk
 check no-failed-units-after-reboot vm_none 'systemctl --failed --no-legend --plain'
 vm_stop
