@@ -68,13 +68,24 @@ part_sum() { part_read "$1" 3 | sha256sum | cut -d' ' -f1; }
 
 # fat_clean IMAGE: the FAT of partition 3 needs no repair and its dirty bit is clear (it was never left
 # mounted read-write).
-fat_clean() {
-	part_read "$1" 3 "$PDIR/fat.fsck" || return 1
-	if fsck.fat -n "$PDIR/fat.fsck" >"$PDIR/fatfsck.out" 2>&1 && no_line '[Dd][Ii][Rr][Tt][Yy]' "$PDIR/fatfsck.out"; then
+fat_clean() { part_read "$1" 3 "$PDIR/fat.fsck" && fat_fsck "$PDIR/fat.fsck"; }
+fat_fsck() { # FILE: fsck.fat -n finds nothing, not even the dirty bit
+	if fsck.fat -n "$1" >"$PDIR/fatfsck.out" 2>&1 && no_line '[Dd][Ii][Rr][Tt][Yy]|differences' "$PDIR/fatfsck.out"; then
 		return 0
 	fi
 	sed 's/^/# fsck.fat: /' "$PDIR/fatfsck.out" >&2
 	return 1
+}
+# fat_dirty IMAGE: the FAT32 of partition 3 is marked dirty (bit 0 of byte 65 of its boot sector, which Linux sets
+# while the file system is mounted read-write); fat_clean_but_dirty IMAGE: with that bit cleared on a copy, fsck.fat
+# finds nothing (the state a FAT is left in when it is still mounted read-write at power-off).
+fat_dirty() { [ $(($(part_read "$1" 3 | od -An -tu1 -j 65 -N1) & 1)) -eq 1 ]; }
+fat_clean_but_dirty() {
+	local b
+	part_read "$1" 3 "$PDIR/fat.fsck" && b=$(od -An -tu1 -j 65 -N1 "$PDIR/fat.fsck") || return 1
+	# shellcheck disable=SC2059 # the format is the byte, built on purpose
+	printf "$(printf '\\%03o' $((b & 254)))" | dd of="$PDIR/fat.fsck" bs=1 seek=65 conv=notrunc status=none &&
+		fat_fsck "$PDIR/fat.fsck"
 }
 
 # exfat_clean IMAGE: the exFAT of partition 3 needs no repair (fsck.exfat -n) and is not marked dirty.
