@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # summary: stacked layers: a layer made from an overlay upper deletes (whiteout), hides (opaque dir) and replaces files of the layers below; live.layers=-name leaves it out; the init prints the stack bottom to top; 50 small layers boot
-# shellcheck source=tests/qemu/medium-lib.bash
-. "$(dirname "$0")/medium-lib.bash"
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
 
 iso=$OUT/tests/layers.iso
 iso50=$OUT/tests/layers50.iso
@@ -27,7 +27,6 @@ require layer-dirs-made make_layers
 check upper-has-whiteout test "$(stat -c %F:%t:%T "$L/20-del/etc/motd")" = "character special file:0:0"
 check upper-has-opaque-dir test "$(getfattr --only-values -n trusted.overlay.opaque "$L/20-del/opt/a" 2>/dev/null)" = y
 require test-iso-built "$TOP/build.sh" iso-with "$iso" "$L/15-stuff" "$L/20-del"
-cmdline=$(iso_cmdline "$iso")
 
 # Both menus vouch for every layer (the medium itself never does).
 menus=$(iso_menu_lines "$iso")
@@ -39,30 +38,24 @@ require qemu-starts vm_start layers cd-bios "$iso"
 require login vm_login
 check stack-printed-bottom-to-top log_has '^liveunion: stack, bottom to top \(3 layer\(s\), dm-verity\): 10-base 15-stuff 20-del'
 check motd-in-10-base vm_run 'test -f /run/live/layers/10-base/etc/motd'
-check motd-deleted-by-20 vm_run 'test ! -e /etc/motd && ! ls -a /etc | grep -qx motd'
-check opaque-dir-lower-has-x-y vm_run 'ls /run/live/layers/15-stuff/opt/a | tr "\n" " "'
-check opaque-dir-lower-x-y out_is 'x y '
-check opaque-dir-merged vm_run 'ls -a /opt/a | tr "\n" " "'
-check opaque-dir-merged-only-z out_is '. .. z '
-check issue-replaced vm_run 'cat /etc/issue'
-check issue-replaced-text out_is 'replaced by 20-del'
-check 15-stuff-seen vm_run 'cat /etc/stuff'
-check 15-stuff-text out_is stuff
+check motd-deleted-by-20 vm_none 'test ! -e /etc/motd && ls -1a /etc' '^motd$'
+check opaque-dir-lower-has-x-y vm_fact 'ls /run/live/layers/15-stuff/opt/a | tr "\n" " "' 'x y '
+check opaque-dir-merged vm_fact 'ls -a /opt/a | tr "\n" " "' '. .. z '
+check issue-replaced vm_fact 'cat /etc/issue' 'replaced by 20-del'
+check 15-stuff-seen vm_fact 'cat /etc/stuff' stuff
 check plan-lists-layers vm_run 'grep -x "layers=10-base,15-stuff,20-del" /run/live/plan'
-check every-layer-through-dm-verity vm_run 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts; grep -c "^/dev/dm-[0-9]* /run/live/layers/" /proc/mounts'
-check three-mounts-three-dm out_is $'3\n3'
+check every-layer-through-dm-verity vm_fact 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts; grep -c "^/dev/dm-[0-9]* /run/live/layers/" /proc/mounts' $'3\n3'
 vm_stop
 
 # live.layers=-20-del: the deleted and hidden files are back; the exclusion is said.
 # loglevel=4: the kernel's info lines on the serial console cannot cut into the lines checked below
-require qemu-starts-without-20 vm_boot_with layers-minus-20 "$iso" "$cmdline live.layers=-20-del loglevel=4"
+require qemu-starts-without-20 vm_start layers-minus-20 cd-bios "$iso" --keys "live.layers=-20-del loglevel=4"
 require login-without-20 vm_login
 check exclusion-said log_has '^liveunion: live.layers=-20-del leaves out: 20-del'
 check stack-without-20 log_has '^liveunion: stack, bottom to top \(2 layer\(s\), dm-verity\): 10-base 15-stuff$'
 check motd-back vm_run 'test -f /etc/motd'
-check opaque-gone vm_run 'ls /opt/a | tr "\n" " "'
-check opaque-gone-x-y out_is 'x y '
-check issue-not-replaced fails vm_run 'grep -q "replaced by 20-del" /etc/issue'
+check opaque-gone vm_fact 'ls /opt/a | tr "\n" " "' 'x y '
+check issue-not-replaced vm_none 'cat /etc/issue' 'replaced by 20-del'
 vm_stop
 
 # Fifty layers: 10-base and 49 small ones (11..59), each adding /layers/NN; the top one's /etc/who wins.
@@ -80,18 +73,14 @@ refused() { ! "$TOP/build.sh" iso-with "$OUT/tests/layers50-verity.iso" "${dirs[
 	grep -q 'more than the kernel command line holds' "$MDIR/refused"; }
 check fifty-hashes-refused refused
 require test-iso-50-built env ISO_VERITY=0 "$TOP/build.sh" iso-with "$iso50" "${dirs[@]}"
-require qemu-starts-50 vm_boot_with layers50 "$iso50" "$(iso_cmdline "$iso50") loglevel=4"
+require qemu-starts-50 vm_start layers50 cd-bios "$iso50" --keys loglevel=4
 require login-50 vm_login
 check fifty-printed-bottom-to-top log_has "^liveunion: stack, bottom to top \\(50 layer\\(s\\), unverified\\): $want\$"
 check unverified-warning log_has '^liveunion: WARNING: no live.verify= root hashes'
-check fifty-mounted vm_run 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts'
-check fifty-mounted-count out_is 50
-check fifty-lowers-on-root vm_run "grep ' / overlay ' /proc/mounts | tr ',' '\\n' | grep -c '^lowerdir+=/run/live/layers/'"
-check fifty-lowers-count out_is 50
-check every-layer-file vm_run 'ls /layers | wc -l'
-check every-layer-file-count out_is 49
-check top-layer-wins vm_run 'cat /etc/who'
-check top-layer-wins-text out_is layer59
+check fifty-mounted vm_fact 'grep -c " /run/live/layers/[^ ]* squashfs ro" /proc/mounts' 50
+check fifty-lowers-on-root vm_fact "grep ' / overlay ' /proc/mounts | tr ',' '\\n' | grep -c '^lowerdir+=/run/live/layers/'" 50
+check every-layer-file vm_fact 'ls /layers | wc -l' 49
+check top-layer-wins vm_fact 'cat /etc/who' layer59
 check base-under-fifty vm_run 'test -x /bin/busybox && test -f /etc/motd'
 vm_stop
 rm -f "$OUT/tests/layers50-verity.iso"

@@ -2,16 +2,14 @@
 # summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256); with no medium the init lists the devices no driver took
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "$0")/lib.sh"
-# shellcheck source=tests/qemu/profile-lib.bash
-. "$(dirname "$0")/profile-lib.bash"
+# shellcheck source=tests/qemu/lib/profile.bash
+. "$(dirname "$0")/lib/profile.bash"
 
 iso=$OUT/liveunion-debian.iso
 require profile-built profile_iso debian
 require pc-flavour grep -q 'pc kernel' "$OUT/profiles/debian/iso/tree/isolinux/isolinux.cfg"
 disks=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-pc.XXXXXX") || exit 1
-LIB_CLEANUP+=("rm -rf '$disks'")
+at_exit "rm -rf '$disks'"
 truncate -s 64M "$disks/nvme.img" "$disks/sd.img" "$disks/ehci.img"
 
 VM_MACHINE=q35 VM_SMP=4 VM_MEM=2048
@@ -27,9 +25,8 @@ require qemu-starts vm_start pc-hardware cd-bios "$iso" "${hw[@]}"
 require login-as-live-user-then-sudo profile_login
 vm_note "qemu start to root shell: $(($(now_ms) - VM_T0)) ms"
 check init-loaded-our-overlay log_has 'liveunion: overlayfs: loaded our overlay.ko'
-check no-module-failed fails log_has 'liveunion: module [^ ]+ \(for .*\) failed to load'
-check four-cpus vm_run nproc
-check nproc-is-4 out_is 4
+check no-module-failed log_lacks 'liveunion: module [^ ]+ \(for .*\) failed to load'
+check nproc-is-4 vm_fact nproc 4
 check plan-names-flavour vm_run 'liveunion status | grep -E "^  kernel"'
 check plan-kernel-pc out_has '^  kernel +pc$'
 check plan-overlay-ours out_has '^  kernel.overlay +ours'
@@ -85,7 +82,7 @@ require rescue-prompt vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
 check debug-names-module log_has '^liveunion: .*\(pci:v00008086d00007010[^)]*\) -> ata_piix(,|$)'
 check lists-unbound-devices log_has '^liveunion: devices with no driver \(pci, usb, virtio, scsi, mmc\):'
 check names-e1000-without-module log_has '^liveunion: +.*\(pci:v00008086d0000100E[^)]*\): no module in the initramfs for it$'
-check bridges-not-listed fails log_has '^liveunion: +.*\(pci:[^)]*bc06sc[^)]*\):'
-check ide-not-listed fails log_has '^liveunion: +.*\(pci:v00008086d00007010[^)]*\):'
+check bridges-not-listed log_lacks '^liveunion: +.*\(pci:[^)]*bc06sc[^)]*\):'
+check ide-not-listed log_lacks '^liveunion: +.*\(pci:v00008086d00007010[^)]*\):'
 vm_stop
 finish

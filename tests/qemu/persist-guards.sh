@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running
-# shellcheck source=tests/qemu/persist-lib.bash
-. "$(dirname "$0")/persist-lib.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
 tag=$$
 
 # 1. Booted from the CD; a second disk carries an ext4 labelled liveunion-rw: auto must not take it.
@@ -14,32 +14,31 @@ require stranger-made mkfs.ext4 -q -L liveunion-rw "$PDIR/stranger.p1"
 dd if="$PDIR/stranger.p1" of="$stranger" bs=1M seek=1 conv=notrunc status=none
 partuuid=$(sfdisk --disk-id "$stranger" | sed 's/^0x//')-01
 before=$(sha256sum <"$stranger")
-require cd-boot cd_kvm_start persist-guards "$stranger" ""
+require cd-boot vm_start persist-guards cd-bios "$ISO" --direct -drive "file=$stranger,if=virtio,format=raw"
 require cd-login vm_login
 check auto-says-why-none log_has 'liveunion: persistence: none: no partition labelled liveunion-rw and no liveunion-rw.img on /dev/sr0'
 check auto-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
-check stranger-not-mounted fails vm_run "grep -q '^/dev/vda' /proc/mounts"
+check stranger-not-mounted vm_none 'cat /proc/mounts' '^/dev/vda'
 require cd-poweroff vm_poweroff
 check stranger-untouched test "$before" = "$(sha256sum <"$stranger")"
-require cd-boot-named cd_kvm_start persist-guards "$stranger" "live.persist=LABEL=liveunion-rw"
+require cd-boot-named vm_start persist-guards cd-bios "$ISO" --keys "live.persist=LABEL=liveunion-rw" -drive "file=$stranger,if=virtio,format=raw"
 require cd-login-named vm_login
 check named-store-used log_has 'liveunion: persistence: store /dev/vda1 \(LABEL=liveunion-rw\), ext4'
 check named-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
 require cd-poweroff-named vm_poweroff
-require cd-boot-partuuid cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=$partuuid"
+require cd-boot-partuuid vm_start persist-guards cd-bios "$ISO" --keys "live.persist=PARTUUID=$partuuid" -drive "file=$stranger,if=virtio,format=raw"
 require cd-login-partuuid vm_login
 check partuuid-store-used log_has "liveunion: persistence: store /dev/vda1 \\(PARTUUID=$partuuid\\), ext4"
 require cd-poweroff-partuuid vm_poweroff
-require cd-boot-partuuid-wrong cd_kvm_start persist-guards "$stranger" "live.persist=PARTUUID=0badc0de-01 live.timeout=2"
+require cd-boot-partuuid-wrong vm_start persist-guards cd-bios "$ISO" --keys "live.persist=PARTUUID=0badc0de-01 live.timeout=2" -drive "file=$stranger,if=virtio,format=raw"
 require cd-login-partuuid-wrong vm_login
 check wrong-partuuid-waited log_has 'liveunion: persistence: waiting up to 2 s for PARTUUID=0badc0de-01 to appear'
 check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01 \(waited 2 s\)'
 require cd-poweroff-partuuid-wrong vm_poweroff
 # A named stick plugged in while the init waits for it (a hub enumerating late): it is used when it appears.
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
-require cd-boot-late vm_start persist-guards kernel "" -kernel "$PDIR/kernel" -initrd "$PDIR/initrd" \
-	-append "$(cat "$PDIR/cmdline") live.persist=LABEL=liveunion-rw live.timeout=60" \
-	-drive "file=$ISO,if=ide,index=2,media=cdrom,readonly=on" -device qemu-xhci,id=xhci \
+require cd-boot-late vm_start persist-guards cd-bios "$ISO" --keys "live.persist=LABEL=liveunion-rw live.timeout=60" \
+	-device qemu-xhci,id=xhci \
 	-qmp "unix:$PDIR/qmp.sock,server=on,wait=off"
 check late-waits vm_wait 'liveunion: persistence: waiting up to 60 s for LABEL=liveunion-rw to appear' 120
 check late-stick-plugged vm_qmp "$PDIR/qmp.sock" \
@@ -61,40 +60,37 @@ debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
 # as the kernel leaves it once it has met the damage: state "errors" (a clean-marked store is not force-checked)
 debugfs -w -R "ssv state 2" "$PDIR/store.fsck" >/dev/null 2>&1
 require store-corrupted fails sh -c "e2fsck -n '$PDIR/store.fsck' >/dev/null 2>&1"
-read -r off _ < <(part_of "$img" 3)
-dd if="$PDIR/store.fsck" of="$img" bs=512 seek=$((off / 512)) conv=notrunc status=none
+require store-written-back store_put "$img"
 sum=$(part_sum "$img")
-require bad-boot kvm_start persist-guards "$img" ""
+require bad-boot vm_start persist-guards stick-bios "$img" --direct
 require bad-login vm_login
 check bad-store-message log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): e2fsck -n exit [0-9]+: errors that need a human \(run e2fsck /dev/sd[a-z]3 by hand\); the store is left untouched and not mounted, changes go to tmpfs'
 check bad-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
 check bad-root-writable vm_run "echo w >/etc/w && cat /etc/w"
-check bad-store-not-mounted fails vm_run "grep -q '/run/live/store ' /proc/mounts"
+check bad-store-not-mounted vm_none 'cat /proc/mounts' '/run/live/store '
 require bad-poweroff vm_poweroff
 check bad-store-byte-for-byte test "$sum" = "$(part_sum "$img")"
 
 # 3. Full: the store (16M), then a tmpfs upper; a warning each time, and the shell still answers.
 img2=$PDIR/stick2.img
 require stick2-made make_stick "$img2" --persist-size 16M
-require full-boot kvm_start persist-guards "$img2" ""
+require full-boot vm_start persist-guards stick-bios "$img2" --direct
 require full-login vm_login
 check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=32" 60
 check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
-check store-still-answers vm_run "rm /home/big && sync && echo alive-$tag"
-check store-alive out_is "alive-$tag"
+check store-still-answers vm_fact "rm /home/big && sync && echo alive-$tag" "alive-$tag"
 check store-back-announced vm_wait 'liveunion: the upper layer /run/live/upper is back to [0-9]+% used' 30
 check store-full-in-syslog vm_run "grep -q 'upper layer /run/live/upper is FULL' /var/log/messages || logread | grep -q 'is FULL'"
 require full-poweroff vm_poweroff
 check store-clean-after-full store_fsck "$img2"
-require tmpfs-boot kvm_start persist-guards "$img2" "live.persist=off live.size=8M"
+require tmpfs-boot vm_start persist-guards stick-bios "$img2" --keys "live.persist=off live.size=8M"
 require tmpfs-login vm_login
 check tmpfs-says-off log_has 'liveunion: persistence: none: live.persist=off'
 check tmpfs-fill-to-93 vm_run "dd if=/dev/zero of=/big93 bs=1k count=\$((8192 * 93 / 100)) && sync"
 check tmpfs-90-announced vm_wait 'liveunion: the upper layer /run/live/upper is 9[0-9]% full \([0-9]+ KiB left\)' 30
 check tmpfs-fill-fails fails vm_run "dd if=/dev/zero of=/big bs=1M count=16" 60
 check tmpfs-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
-check tmpfs-still-answers vm_run "echo alive-$tag"
-check tmpfs-alive out_is "alive-$tag"
+check tmpfs-still-answers vm_fact "echo alive-$tag" "alive-$tag"
 vm_stop
 finish

@@ -1,43 +1,39 @@
 #!/usr/bin/env bash
 # summary: live.persist.paths=/home,/var/lib/app (and the store's paths file): only those directories survive reboot, the rest of / is volatile; a full store is announced
-# shellcheck source=tests/qemu/persist-lib.bash
-. "$(dirname "$0")/persist-lib.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
 require stick-made make_stick "$img" --persist-size 32M
-require boot1 kvm_start persist-paths "$img" "live.persist.paths=/home,/var/lib/app,/root,/proc/x"
+require boot1 vm_start persist-paths stick-bios "$img" --keys "live.persist.paths=/home,/var/lib/app,/root,/proc/x"
 require login1 vm_login
 check said-home-persists log_has 'liveunion: persistence: /home persists \(store store/liveunion-v1/paths/home\)'
 check said-app-persists log_has 'liveunion: persistence: /var/lib/app persists'
 check bad-path-named log_has "liveunion: persistence: live.persist.paths: ignored .*'/proc/x'"
 check result-names-paths vm_run "grep -x 'persist.result=store .*, only /home,/var/lib/app,/root' /run/live/plan"
 # a persistent directory keeps the owner and mode of the directory it covers (/root is 0700 in 10-base)
-check root-mode-kept vm_run "stat -c %a:%u /root /var/lib/app"
-check root-700-app-755 out_is "700:0"$'\n'"755:0"
+check root-mode-kept vm_fact "stat -c %a:%u /root /var/lib/app" "700:0"$'\n'"755:0"
 check root-upper-is-tmpfs vm_run "grep ' /run/live/upper tmpfs ' /proc/mounts"
 check home-is-own-overlay vm_run "grep ' /home overlay ' /proc/mounts"
 check modify vm_run "echo home-$tag >/home/kept && echo etc-$tag >/etc/kept && echo app-$tag >/var/lib/app/data && rm /etc/shells && sync"
 require reboot1 vm_reboot
-check root-still-700 vm_run "stat -c %a /root"
-check root-still-700-is out_is 700
-check home-file-kept vm_run "cat /home/kept /var/lib/app/data"
-check home-and-app-content out_is "home-$tag"$'\n'"app-$tag"
+check root-still-700 vm_fact "stat -c %a /root" 700
+check home-file-kept vm_fact "cat /home/kept /var/lib/app/data" "home-$tag"$'\n'"app-$tag"
 check etc-file-gone vm_run "test ! -e /etc/kept && test -e /etc/shells"
 # the store's own list applies when the command line names none
 check write-paths-file vm_run "printf '/home\n/etc\n' >/run/live/store/liveunion-v1/paths.conf && sync"
 require poweroff1 vm_poweroff
-require boot2 kvm_start persist-paths "$img" ""
+require boot2 vm_start persist-paths stick-bios "$img" --direct
 require login2 vm_login
 check paths-file-used log_has 'liveunion: persistence: /etc persists'
 check etc-write vm_run "echo etc2-$tag >/etc/kept2 && sync"
-check home-still-kept vm_run "cat /home/kept"
-check home-still-content out_is "home-$tag"
+check home-still-kept vm_fact "cat /home/kept" "home-$tag"
 # the store, a file system of its own here (the root upper is tmpfs), filling up is announced too
 check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=64" 60
 check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the persistence store /run/live/store is FULL: writes to the persistent directories now fail' 30
 check store-freed vm_run "rm /home/big && sync"
 check store-back-said vm_wait 'liveunion: the persistence store /run/live/store is back to [0-9]+% used' 30
-check tmpfs-upper-not-called-full fails log_has 'the upper layer /run/live/upper is FULL'
+check tmpfs-upper-not-called-full log_lacks 'the upper layer /run/live/upper is FULL'
 require poweroff2 vm_poweroff
 check store-clean store_fsck "$img"
 check store-unmounted-cleanly store_clean

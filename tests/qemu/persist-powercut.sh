@@ -1,18 +1,11 @@
 #!/usr/bin/env bash
 # summary: power cut ten times in a row on one stick while the guest writes and syncs numbered files: every boot succeeds on the store, e2fsck finds it consistent, every synced file is there with its content
-# shellcheck source=tests/qemu/persist-lib.bash
-. "$(dirname "$0")/persist-lib.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img
 ROUNDS=${POWERCUT_ROUNDS:-10}
 require stick-made make_stick "$img" --persist-size 64M
 declare -A synced # boot number -> last file reported synced
-
-# vm_powercut: SIGKILL to qemu itself (not to its timeout wrapper): nothing is flushed, as when the plug is pulled.
-vm_powercut() {
-	local q
-	q=$(pgrep -P "$VM_PID") && kill -KILL "$q" 2>/dev/null
-	vm_stop 2>/dev/null # timeout(1) dies of the same signal as its child: bash's "Killed" note is expected
-}
 
 # The guest's writer: file N of boot K holds its own name and 2 KiB of text; after sync it reports N on the console.
 writer() {
@@ -32,7 +25,7 @@ expect_files() {
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-	require "boot-$r" kvm_start persist-powercut "$img" ""
+	require "boot-$r" vm_start persist-powercut stick-bios "$img" --direct
 	require "login-$r" vm_login
 	check "store-used-$r" log_has 'liveunion: persistence: store /dev/sd[a-z]3 \(LABEL=liveunion-rw\), ext4'
 	[ "$r" -gt 1 ] && check "synced-files-survived-cut-$((r - 1))" expect_files
@@ -46,7 +39,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	vm_note "round $r: files 1..${synced[$r]} were synced before the cut"
 	check "wrote-before-cut-$r" test "${synced[$r]:-0}" -ge 1
 done
-require boot-last kvm_start persist-powercut "$img" ""
+require boot-last vm_start persist-powercut stick-bios "$img" --direct
 require login-last vm_login
 check store-used-last log_has 'liveunion: persistence: store /dev/sd[a-z]3 \(LABEL=liveunion-rw\), ext4'
 check all-synced-files-there expect_files

@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
 # summary: the union conformance suite (tests/conformance) on the debian profile's live root: its 10-base + the 90-conformance layer, systemd running, BIOS CD; every check passes, only the overlayfs limits README.md documents are reported
 VM_TIMEOUT=${VM_TIMEOUT:-600}
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "$0")/lib.sh"
-# shellcheck source=tests/qemu/profile-lib.bash
-. "$(dirname "$0")/profile-lib.bash"
+# shellcheck source=tests/qemu/lib/profile.bash
+. "$(dirname "$0")/lib/profile.bash"
 VM_MEM=${PROFILE_VM_MEM:-1024}
 
 iso=$OUT/tests/conformance-debian.iso

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # summary: the union conformance suite (tests/conformance) on the live root of a test ISO (our kernel, initramfs, three squashfs layers: 10-base, 50-middle, 90-conformance; tmpfs upper with index and redirect_dir): every check passes, only documented overlayfs limits reported
 VM_TIMEOUT=${VM_TIMEOUT:-420}
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
 
 
 # shellcheck disable=SC2317 # these predicates run through check

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # summary: kernel/patches/0001 and 0002 in the guest: getconf NAME_MAX / prints 255 (not squashfs' 256), a 255-byte name is created on /, a 256-byte one fails ENAMETOOLONG, as does every call on a missing 256-byte name (ENOENT/EPERM unpatched), a 256-byte lower name still reads; one st_dev on /, st_ino kept by copy-up
-# shellcheck source=tests/qemu/lib.sh
-. "$(dirname "$0")/lib.sh"
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
 
 getconf=/usr/lib/liveunion/getconf # from the 90-conformance layer: the busybox live root has no getconf
 n255=$(printf 'n%.0s' $(seq 255))

@@ -1,28 +1,17 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # Host test (root, private mount namespace): the conformance suite on a test overlay of the 90-conformance layer,
 # with the init's options for a persistence store (xino=on) and for a tmpfs upper (xino=on,index=on,redirect_dir=on)
 # over one lower layer, and the tmpfs options over two (as the live root with more than 10-base), which show what
 # each overlayfs feature changes on the build host's kernel. namemax.reported and namemax.missing-256 are left to
 # tests/unit/namemax.sh: the host kernel lacks kernel/patches/0001 and 0002 (the guest runs them: unionfs-*.sh).
 # Without kernel/patches/0003 squashfs has no UUID, so with two lowers overlayfs drops index and origins here.
-set -euo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-export TOP OUT
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+needs_root loop mounts, overlay
+private_mounts "$@"
 LAYER=$OUT/tests/90-conformance.squashfs
-pass=0 failn=0
-
-[ "$(id -u)" -eq 0 ] || { echo "conformance-host: needs root (loop mounts, overlay)"; echo "0 passed, 1 failed"; exit 1; }
-if [ -z "${UC_IN_NS:-}" ]; then
-	UC_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
-
-check() { # NAME COMMAND...
-	local n=$1
-	shift
-	if "$@"; then echo "ok $n"; pass=$((pass + 1)); else echo "FAIL $n"; failn=$((failn + 1)); fi
-}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/conformance-host.XXXXXX")
 mkdir "$work/empty"
@@ -31,7 +20,7 @@ cleanup() {
 	for m in "$work"/*/m "$work"/*/t "$work"/*/l "$work"/*/l2; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
 	rm -rf "$work"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 check build-layer "$TOP/tests/conformance/mklayer.sh"
 
@@ -59,7 +48,9 @@ has_line() { grep -q -- "$2" "$1"; }
 
 variant() { # NAME OPTIONS [LOWER2]: the whole suite but namemax.reported
 	local name=$1 opts=$2 log=$work/$1.log rc d=$work/$1
-	check "$name-mount" mount_union "$name" "$opts" "${3:-}" || return 0
+	local failed=$T_FAIL
+	check "$name-mount" mount_union "$name" "$opts" "${3:-}"
+	[ "$T_FAIL" -eq "$failed" ] || return 0
 	unionconf "$name" --skip namemax.reported,namemax.missing-256 -v >"$log" 2>&1 && rc=0 || rc=$?
 	sed "s/^/# $name: /" "$log" | grep -v ": ok " || true
 	check "$name-suite-exit-0" test "$rc" -eq 0
@@ -117,5 +108,4 @@ san() {
 check suite-clean-under-asan-ubsan san
 
 check loops-detached test -z "$(losetup -j "$LAYER" 2>/dev/null)"
-echo "$pass passed, $failn failed"
-[ "$failn" -eq 0 ]
+finish

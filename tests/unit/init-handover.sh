@@ -1,37 +1,22 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # Host test of the init's hand-over (handover.c) in a fake initramfs: a tmpfs root holding the driver, with
 # /run /dev /proc /sys mounted and a new root on /newroot, chrooted into. Both sides of the point of no
 # return: a missing init is refused before anything is torn down (initramfs and mounts intact, the failure
 # comes back for the rescue shell); an init that is found but cannot be executed fails after the initramfs
 # is deleted, so it is reported and the process exits (as PID 1: a kernel panic), never returning to a
 # rescue shell that is gone; a good init runs. Needs root; runs in a private mount namespace.
-set -euo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-if [ "$(id -u)" -ne 0 ]; then
-	echo "init-handover: needs root (mounts, chroot)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-if [ -z "${INIT_HANDOVER_IN_NS:-}" ]; then
-	INIT_HANDOVER_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+needs_root mounts, chroot
+private_mounts "$@"
 
 B=$OUT/tests/init-handover
 SRC=$TOP/initramfs/init
-pass=0 fail=0
 tmp=$(mktemp -d /tmp/init-handover.XXXXXX)
 ir=$tmp/initramfs
 view=$tmp/view
-
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # check DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else bad "$d"; fi
-}
 
 teardown() {
 	local m
@@ -39,7 +24,7 @@ teardown() {
 		umount "$m" 2>/dev/null || umount -l "$m" || true
 	done
 }
-trap 'teardown; rm -rf "$tmp"' EXIT
+at_exit "teardown; rm -rf '$tmp'"
 
 mkdir -p "$B"
 # static: the driver runs chrooted into a root that holds nothing else
@@ -88,7 +73,7 @@ hand_over /sbin/garbage
 check "failed exec: the process exits 1 (PID 1: kernel panic)" test "$rc" = 1
 check "failed exec: reported with its errno" grep -q 'exec /sbin/garbage in the new root: Exec format error' "$tmp/out"
 check "failed exec: says why there is no shell" grep -q 'no rescue shell: PID 1 exits and the kernel panics' "$tmp/out"
-check "failed exec: never returns to the caller" sh -c "! grep -q 'handover returned' '$tmp/out'"
+check "failed exec: never returns to the caller" no_line 'handover returned' "$tmp/out"
 check "failed exec: the initramfs was deleted before" test "$(ls -A "$view")" = newroot
 teardown
 
@@ -101,5 +86,4 @@ check "good init: /dev moved into the new root" test -e "$ir/dev/in-dev"
 check "good init: the initramfs was deleted" test "$(ls -A "$view")" = newroot
 teardown
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

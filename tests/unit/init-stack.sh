@@ -1,37 +1,22 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # Host test of the initramfs init's real stacking code: a tiny ISO (live/10-base + live/20-extra
 # squashfs) on a loop device, found through a fake /sys/class/block, stacked under a tmpfs with
 # overlayfs; checks both sides (medium and layers read-only, overlay writable), xino, layer order,
 # live.layers=, live.toram, the "not found" listing and the init check inside the new root.
 # Needs root; runs in a private mount namespace and detaches every loop device it attached.
-set -euo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-if [ "$(id -u)" -ne 0 ]; then
-	echo "init-stack: needs root (loop devices, mounts)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-if [ -z "${INIT_STACK_IN_NS:-}" ]; then
-	INIT_STACK_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+needs_root loop devices, mounts
+private_mounts "$@"
 
 B=$OUT/tests/init-stack
 SRC=$TOP/initramfs/init
 UUID=2026010112345600
-pass=0 fail=0
 tmp=$(mktemp -d /tmp/init-stack.XXXXXX)
 medium_loop=
 medium_sq_loop=
-
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # check DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else bad "$d"; fi
-}
 
 unstack() {
 	local m
@@ -52,7 +37,7 @@ cleanup() {
 	done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 mkdir -p "$B"
 mapfile -t init_srcs < <(printf '%s\n' "$SRC"/*.c | grep -v '/main\.c$')
@@ -97,7 +82,7 @@ if ! grep -qw iso9660 /proc/filesystems && ! modprobe -q isofs 2>/dev/null; then
 	medium_sq_loop=$(losetup -f --show -r "$tmp/medium.sqfs")
 	stand_in=("squashfs:$medium_sq_loop")
 	medium_type=squashfs
-	echo "note: the host kernel has no iso9660; the medium is mounted from a squashfs stand-in (the guest has iso9660)"
+	skip iso9660-medium "the host kernel has no iso9660: the medium is mounted from a squashfs stand-in (the guest has iso9660)"
 fi
 
 run=$tmp/run/live
@@ -156,7 +141,7 @@ check "plan names the layers bottom first" grep -qx 'layers=10-base,20-extra' "$
 check "plan names the device" grep -qx "medium.device=${medium_sq_loop:-$dev/$ln}" "$run/plan"
 check "plan says overlay done" grep -qx 'done=medium,layers,toram,upper,overlay' "$run/plan"
 check "absolute /sbin/init symlink resolved inside the new root" grep -q 'init /sbin/init found' "$tmp/out"
-check "README on the medium ignored" sh -c "! grep -q README '$run/plan'"
+check "README on the medium ignored" no_line README "$run/plan"
 unstack
 
 # 3. live.layers= picks layers; a missing init is reported.
@@ -187,7 +172,8 @@ check "toram reads the small layer through the file system" \
 	grep -q "live.toram: $run/medium/live/20-extra.squashfs is read through the file system" "$tmp/out"
 check "toram: the directly read layer is intact" cmp -s "$tmp/base/blob" "$root/blob"
 check "medium released" grep -q 'the medium .* is released' "$tmp/out"
-check "medium no longer mounted" sh -c "test -d '$run/layers/10-base/etc' && ! findmnt '$run/medium' >/dev/null"
+check "layers still mounted" test -d "$run/layers/10-base/etc"
+check "medium no longer mounted" absent " $run/medium " cat /proc/self/mounts
 check "layers still readable after the medium is gone" test "$(cat "$root/etc/who")" = extra
 check "loop devices read the RAM copies" grep -q "$run/toram/10-base.squashfs" <<<"$(losetup -n -O BACK-FILE)"
 check "plan records the toram result" grep -q '^toram.result=copied .*medium released' "$run/plan"
@@ -260,5 +246,4 @@ losetup -d "$medium_loop" && medium_loop=
 check "no loop device left pointing into the test" \
 	test -z "$(losetup -n -O BACK-FILE | grep -F "$tmp/" || true)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

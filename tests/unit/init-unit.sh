@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases) and of disk.c
 # (partition tables, sysfs listing) against a fake sysfs; built with gcc, run plain and under ASan+UBSan.
-set -euo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 B=$OUT/tests/init-unit
 SRC=$TOP/initramfs/init
 mkdir -p "$B"
-pass=0 fail=0
 # the init's own flags (its Makefile defines them), with debug information for the tests
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
@@ -25,22 +23,20 @@ for t in cmdline plan disk modalias; do
 		[ "$mode" = asan ] && extra=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 		bin=$B/init-$t-test-$mode
 		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${srcs[@]}"; then
-			echo "FAIL: build init-$t-test ($mode)"
-			fail=$((fail + 1))
+			bad "build init-$t-test ($mode)"
 			continue
 		fi
 		rc=0
 		out=$(ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 "$bin" 2>&1) || rc=$?
 		summary=$(printf '%s\n' "$out" | tail -1)
 		if [ "$rc" -eq 0 ] && [[ $summary =~ ^([0-9]+)\ passed,\ 0\ failed$ ]]; then
-			pass=$((pass + BASH_REMATCH[1]))
-			echo "ok: init-$t-test ($mode): $summary"
+			T_PASS=$((T_PASS + BASH_REMATCH[1]))
+			echo "ok init-$t-test ($mode): $summary"
 		else
 			# a crash (sanitizer report) counts as one failure on top of any failed checks
-			[[ $summary =~ ^[0-9]+\ passed,\ ([0-9]+)\ failed$ ]] && fail=$((fail + BASH_REMATCH[1]))
-			fail=$((fail + 1))
+			[[ $summary =~ ^[0-9]+\ passed,\ ([0-9]+)\ failed$ ]] && T_FAIL=$((T_FAIL + BASH_REMATCH[1]))
 			printf '%s\n' "$out"
-			echo "FAIL: init-$t-test ($mode), exit $rc"
+			bad "init-$t-test ($mode), exit $rc"
 		fi
 	done
 done
@@ -48,20 +44,13 @@ done
 # The whole init must also build for the host (it is how init-stack.sh runs it) and with musl.
 if make -s -C "$SRC" O="$B" host && "$B/init-host" --help-keys >"$B/keys.txt" &&
 	[ "$(grep -c '^live\.' "$B/keys.txt")" -eq "$(grep -c '^	\[K_[A-Z]*\] = {' "$SRC/cmdline.c")" ]; then
-	pass=$((pass + 1))
-	echo "ok: init builds on the host; --help-keys lists every key of the table"
+	ok "init builds on the host; --help-keys lists every key of the table"
 else
-	fail=$((fail + 1))
-	echo "FAIL: host build of the init or --help-keys"
+	bad "host build of the init or --help-keys"
 fi
 if command -v musl-gcc >/dev/null; then
-	if make -s -C "$SRC" O="$B" image; then
-		pass=$((pass + 1))
-		echo "ok: init builds with musl-gcc -static (the image's recipe)"
-	else
-		fail=$((fail + 1))
-		echo "FAIL: musl build of the init"
-	fi
+	check "init builds with musl-gcc -static (the image's recipe)" make -s -C "$SRC" O="$B" image
+else
+	skip musl-build "musl-gcc missing (apt-get install -y musl-tools): the init's musl build was not tried"
 fi
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

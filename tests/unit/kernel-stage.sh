@@ -1,14 +1,10 @@
 #!/usr/bin/env bash
 # summary: the kernel stage stops with the patch and file names when a patch does not apply, and names every
 # fragment option that olddefconfig dropped; a clean tree takes the whole series.
-set -uo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+at_exit "rm -rf '$work'"
 
 # The stage functions, with build.sh's die/log, in a subshell per case so die's exit stays contained.
 stage() {
@@ -52,7 +48,7 @@ sed -i 's/buf->f_namelen = ofs->namelen;/buf->f_namelen = 255;/' "$work/broken/f
 out=$(stage kernel_apply_patches "$work/good")
 if grep -q 'stays the limit for lookups only' "$work/good/fs/overlayfs/super.c" &&
 	grep -q 'upper_namelen' "$work/good/fs/overlayfs/namei.c" && grep -q 'squashfs_set_uuid' "$work/good/fs/squashfs/super.c" &&
-	! grep -q DIE <<<"$out"; then
+	no_line DIE <<<"$out"; then
 	ok "series applies to the Debian 6.12 source"
 else
 	bad "series applies to the Debian 6.12 source: $out"
@@ -86,5 +82,4 @@ else
 	bad "a dropped option (CONFIG_SQUASHFS) is named with its fragment: $out"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,30 +1,25 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # summary: iso/mkusb.sh stick images (partition, FAT32 and exFAT image file) keep the ISO's bytes and add partition 3; --device refuses what is not a free whole disk and writes nothing unconfirmed
-set -uo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 ISO=$OUT/liveunion.iso
-pass=0 fail=0
-check() { local n=$1; shift; if "$@"; then echo "ok $n"; pass=$((pass + 1)); else echo "FAIL $n"; fail=$((fail + 1)); fi; }
-[ -f "$ISO" ] || { echo "FAIL $ISO missing: run ./build.sh first"; echo "0 passed, 1 failed"; exit 1; }
+require "iso-built ($ISO; run ./build.sh first)" test -f "$ISO"
 W=$(mktemp -d "${TMPDIR:-/tmp}/mkusb-test.XXXXXX")
 loop=''
-trap '[ -n "$loop" ] && losetup -d "$loop"; rm -rf "$W"' EXIT
+# shellcheck disable=SC2016 # $loop is set later: read at exit
+at_exit '[ -z "$loop" ] || losetup -d "$loop"; rm -rf "$W"'
 mk() { bash "$TOP/iso/mkusb.sh" --iso "$ISO" "$@" 2>"$W/err"; }
 iso_kept() { cmp -s -n $(($(stat -c %s "$ISO") - 512)) -i 512 "$ISO" "$1"; }
 p3() { sfdisk -d "$1" 2>/dev/null | grep -q "^$1""3 : .*type=$2"; }
-label3() { # IMAGE: what blkid says of partition 3
-	local off size
-	read -r off size < <(partx -g -o START,SECTORS -n 3 "$1" | awk '{ print $1 * 512, $2 * 512 }')
-	dd if="$1" of="$W/p3" bs=512 skip=$((off / 512)) count=$((size / 512)) status=none
-	blkid -o value -s "$2" "$W/p3"
+label3() { # IMAGE TAG: what blkid says of partition 3
+	part_read "$1" 3 "$W/p3" && blkid -o value -s "$2" "$W/p3"
 }
 
 check part-image mk -o "$W/part.img" --persist-size 16M
 check part-iso-bytes-kept iso_kept "$W/part.img"
 check part-type-linux p3 "$W/part.img" 83
-check part-ext4-labelled test "$(label3 "$W/part.img" LABEL)" = liveunion-rw
+fact part-ext4-labelled liveunion-rw label3 "$W/part.img" LABEL
 check file-image mk -o "$W/file.img" --persist-size 16M --file
 check file-iso-bytes-kept iso_kept "$W/file.img"
 check file-type-fat32 p3 "$W/file.img" c
@@ -32,7 +27,7 @@ label3 "$W/file.img" TYPE >/dev/null
 check file-holds-image sh -c "mdir -i '$W/p3' ::liveunion-rw.img >/dev/null"
 check exfat-image mk -o "$W/exfat.img" --persist-size 16M --file --exfat
 check exfat-type p3 "$W/exfat.img" 7
-check exfat-is-exfat test "$(label3 "$W/exfat.img" TYPE)" = exfat
+fact exfat-is-exfat exfat label3 "$W/exfat.img" TYPE
 check bad-size-refused sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/x.img' --persist-size lots 2>'$W/err' && grep -q 'persist-size' '$W/err'"
 check exfat-needs-file sh -c "! bash '$TOP/iso/mkusb.sh' --iso '$ISO' -o '$W/x.img' --exfat 2>'$W/err' && grep -q -- '--exfat goes with --file' '$W/err'"
 
@@ -50,5 +45,4 @@ check device-unconfirmed-writes-nothing sh -c "! setsid bash '$TOP/iso/mkusb.sh'
 check device-untouched test "$before" = "$(sha256sum <"$W/target")"
 check device-confirmed-written bash "$TOP/iso/mkusb.sh" --iso "$ISO" -o "$W/d.img" --persist-size 16M --device "$loop" --yes 2>"$W/err" || cat "$W/err"
 check device-holds-image cmp -s -n "$(stat -c %s "$W/d.img")" "$W/d.img" "$W/target"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -1,15 +1,10 @@
 #!/usr/bin/env bash
 # summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; kernel=tiny|pc (default tiny, inherited from base=, debian and kiosk on pc) and the firmware it brings; the shipped profiles load
 # shellcheck disable=SC2016 # the single-quoted snippets are evaluated by run_profile
-set -uo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-pass=0 fail=0
-ok() { echo "ok $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-profile-conf.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+at_exit "rm -rf '$work'"
 
 # run_profile SNIPPET: SNIPPET in a subshell with the profile code sourced against $work/profiles; stdout+stderr.
 run_profile() {
@@ -87,5 +82,4 @@ PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initra
 PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
 PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -3,17 +3,8 @@
 # from scratch in two different directories (same kernel); another SOURCE_DATE_EPOCH gives another ISO
 # The kernel is taken from the build (a kernel build costs minutes; its own reproducibility rests on
 # KBUILD_BUILD_TIMESTAMP/USER/HOST from SOURCE_DATE_EPOCH, see kernel/kernel.sh).
-set -uo pipefail
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-pass=0 fail=0
-ok() { echo "ok $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
-finish() {
-	echo "$pass passed, $fail failed"
-	[ "$fail" -eq 0 ]
-	exit
-}
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 if [ ! -f "$OUT/kernel/bzImage" ] || [ ! -f "$OUT/stamps/kernel" ]; then
 	bad "kernel-built (no $OUT/kernel/bzImage: run ./build.sh first)"
@@ -22,7 +13,7 @@ fi
 sde=${SOURCE_DATE_EPOCH:-$(git -C "$TOP" log -1 --format=%ct -- VERSION 2>/dev/null)}
 sde=${sde:-1767225600}
 W=$(mktemp -d /tmp/liveunion-repro.XXXXXX)
-trap 'rm -rf "$W"' EXIT
+at_exit "rm -rf '$W'"
 
 # build DIR EPOCH: every stage but the kernel, from nothing, into DIR.
 build() {

@@ -1,33 +1,19 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # Host test of `liveunion save`: an upper with a new, a modified and a whited-out file and an opaque
 # directory becomes NN-NAME.squashfs; stacked over its base layer by the host's overlayfs it shows the
 # same changes; numbering, the default destination (a store at /run/live/store) and every refusal, with
 # nothing left behind when it fails. Needs root; runs in a private mount namespace (with its own /run)
 # and detaches every loop device it attached.
-set -euo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
-if [ "$(id -u)" -ne 0 ]; then
-	echo "save: needs root (mounts, loop devices, trusted.* xattrs, device nodes)"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
-if [ -z "${SAVE_TEST_IN_NS:-}" ]; then
-	SAVE_TEST_IN_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+needs_root mounts, loop devices, trusted.* xattrs, device nodes
+private_mounts "$@"
 
-pass=0 fail=0
 tmp=$(mktemp -d /tmp/save-test.XXXXXX)
 LU=$OUT/liveunion/liveunion
 
-ok() { pass=$((pass + 1)); echo "ok: $*"; }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
-check() { # check DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@"; then ok "$d"; else bad "$d"; fi
-}
 cleanup() {
 	local m l
 	for m in $(findmnt -rn -o TARGET | grep -E "^($tmp/|/run)" | sort -r); do
@@ -38,7 +24,7 @@ cleanup() {
 	done
 	rm -rf "$tmp"
 }
-trap cleanup EXIT
+at_exit cleanup
 
 make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null
 # /run of this namespace only: no store, no /run/live, whatever the build host has
@@ -151,5 +137,4 @@ check "... saying which boot picks it up" said "next boot from this stick stacks
 save desk --upper "$tmp/up"
 check "a name of the running stack is refused" [ "$rc" -eq 1 ] && said "a layer called desk already exists: /run/live/layers/42-desk"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

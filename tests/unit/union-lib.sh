@@ -1,22 +1,16 @@
 #!/bin/bash
+# shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # Host unit tests of the liveunion union reader library, under ASan/UBSan,
 # plus a bounded libFuzzer run (20 s, seed 1) of its xattr/whiteout parsing.
 # Needs root (0/0 whiteouts, trusted.* xattrs); writes only under $OUT/tests.
-set -eu -o pipefail
-export LC_ALL=C
+set -e
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 umask 022
-TOP=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
+needs_root 0/0 whiteouts, trusted.* xattrs
 B=$OUT/tests/union-lib
 LU=$TOP/liveunion
 mkdir -p "$B"
-pass=0 fail=0
-step() { # name command...
-	local name=$1; shift
-	if "$@"; then pass=$((pass + 1)); echo "ok   $name"
-	else fail=$((fail + 1)); echo "FAIL $name"; fi
-}
-# The library as liveunion/Makefile builds it (ASan/UBSan flavour), and its flags for the test's own source.
 build_unit() {
 	local cf
 	make -s -C "$LU" OUT="$OUT" san >/dev/null && read -ra cf < <(make -s -C "$LU" print-cflags-san) &&
@@ -28,7 +22,7 @@ run_unit() {
 	t=$(mktemp -d)
 	ASAN_OPTIONS=detect_leaks=1 "$B/union-lib-test" "$t" || rc=$?
 	rm -rf "$t"
-	return $rc
+	return "$rc"
 }
 build_fuzz() {
 	local cf
@@ -44,11 +38,9 @@ run_fuzz() {
 }
 build_cmd() { make -s -C "$LU" OUT="$OUT" >/dev/null; }
 
-if [ "$(id -u)" != 0 ]; then echo "needs root"; echo "0 passed, 1 failed"; exit 1; fi
-step "build unit tests (ASan/UBSan)" build_unit
-step "library unit tests" run_unit
-step "build fuzz target (libFuzzer)" build_fuzz
-step "fuzz xattr/whiteout parsing, ${UNION_FUZZ_SECONDS:-20} s (libFuzzer, ASan/UBSan)" run_fuzz
-step "build liveunion (-Wall -Wextra -Werror)" build_cmd
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+check "build unit tests (ASan/UBSan)" build_unit
+check "library unit tests" run_unit
+check "build fuzz target (libFuzzer)" build_fuzz
+check "fuzz xattr/whiteout parsing, ${UNION_FUZZ_SECONDS:-20} s (libFuzzer, ASan/UBSan)" run_fuzz
+check "build liveunion (-Wall -Wextra -Werror)" build_cmd
+finish

@@ -1,13 +1,15 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034 # VM_BANNER, VM_T0, VM_T_MATCH are set here for the scenarios and bench/boot
-# Host-side qemu harness, sourced by every tests/qemu/*.sh scenario and by bench/boot (runs on the build host).
-# One VM at a time: vm_start, vm_wait, vm_login, vm_run, vm_reboot, vm_stop; check and finish count results.
+# Host-side qemu harness, sourced by every tests/qemu/*.sh scenario (directly or through the other files of
+# tests/qemu/lib/) and by bench/ (runs on the build host). One VM at a time: vm_start (the one launcher), vm_wait,
+# vm_login, vm_run, vm_reboot, vm_poweroff, vm_powercut, vm_stop; check, fact, finish come from tests/lib.sh.
 # The serial console goes through `-serial pipe:` FIFOs and is appended, raw, to $OUT/tests/qemu/NAME.log.
-set -uo pipefail
-export LC_ALL=C # byte offsets into the log are computed with ${#var}: they must be bytes, not characters
-
-TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-OUT=${OUT:-$TOP/out}
+# A dead or hung VM is a harness error (tests/lib.sh): it fails the test whatever the check around it expects.
+[ -z "${LIVEUNION_VM_LIB:-}" ] || return 0
+LIVEUNION_VM_LIB=1
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../lib.sh"
+# LC_ALL=C (tests/lib.sh): byte offsets into the log are computed with ${#var}: they must be bytes, not characters
 ISO=${ISO:-$OUT/liveunion.iso}
 VM_MEM=${VM_MEM:-512}
 VM_MACHINE=${VM_MACHINE:-pc} # q35: AHCI, PCIe (tests/qemu/pc-hardware.sh)
@@ -22,34 +24,62 @@ VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
 VM_NAME='' VM_LOG='' VM_DIR='' VM_PID='' VM_CAT='' VM_IN='' VM_MARK=0 VM_OUT='' VM_MATCH='' VM_BANNER='' VM_SEQ=0
 # VM_T0 (qemu start) and VM_T_MATCH (last vm_wait match), in ms, are read by bench/boot.
 VM_T0=0 VM_T_MATCH=0
-T_PASS=0 T_FAIL=0
-LIB_CLEANUP=() # commands (strings) run at exit after the VM is stopped, e.g. removing a scenario's temp files
+VM_WORK=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-vmlib.XXXXXX") # what the launcher extracts from ISOs
+at_exit vm_stop # first: the scenarios' own clean-ups come after the VM is gone
+at_exit "rm -rf '$VM_WORK'"
+CHECK_ON_FAIL=vm_show_out
 
 now_ms() { local t; t=$(date +%s%N); echo $((t / 1000000)); }
 vm_note() { printf '# %s\n' "$*" >&2; }
 
-# vm_start NAME MODE IMAGE [qemu args...]: MODE is cd-bios, cd-uefi, usb-bios, usb-uefi, or kernel
-# (no medium of ours attached: the extra args bring -kernel/-initrd/-append and any disks; IMAGE may be "").
+# vm_start NAME MODE IMAGE [--direct] [--keys KEYS] [--cmdline LINE] [qemu args...]: the one VM launcher.
+#   MODE cd-bios, cd-uefi        IMAGE is an IDE CD (read-only), booted by the firmware
+#        usb-bios, usb-uefi      IMAGE is a USB stick on xHCI, a snapshot: the guest may write, the file never changes
+#        stick-bios, stick-uefi  the same stick written for real (persistence: the host checks the image afterwards)
+#        none                    nothing attached (IMAGE ""): the qemu args bring any disks
+#   --direct        no boot loader: the kernel, initrd and command line of the BIOS menu boot directly (seconds saved
+#                   per boot; iso_boot_files), from IMAGE when it is an ISO on a CD, else from $ISO
+#   --keys KEYS     --direct, with KEYS added to the menu's command line (live.* keys)
+#   --cmdline LINE  --direct, with LINE instead of the menu's command line
 vm_start() {
-	local name=$1 mode=$2 image=$3 media=()
+	local name=$1 mode=$2 image=$3 media=() direct='' keys='' line='' iso
 	shift 3
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--direct) direct=1 ;;
+		--keys) direct=1 keys=$2 && shift ;;
+		--cmdline) direct=1 line=$2 && shift ;;
+		*) break ;;
+		esac
+		shift
+	done
 	[ -z "$VM_PID" ] || vm_stop
 	case "$mode" in
-	cd-* | usb-*)
+	cd-* | usb-* | stick-*)
 		[ -f "$image" ] || { vm_note "vm_start: image '$image' does not exist"; return 1; } ;;
-	kernel) ;;
+	none | kernel) ;; # kernel: the old name, bench/ passes -kernel itself
 	*) vm_note "vm_start: unknown mode '$mode'"; return 1 ;;
 	esac
 	case "$mode" in
 	*-uefi) media+=(-bios "$OVMF") ;; # the combined image keeps its variables in memory: nothing to copy
 	esac
+	if [ -n "$direct" ]; then
+		iso=$ISO
+		case "$mode" in cd-*) iso=$image ;; esac
+		iso_boot_files "$iso" || { vm_note "vm_start: cannot take the kernel and initrd from the menu of $iso"; return 1; }
+		[ -n "$line" ] || line="$(cat "$VM_ISO_DIR/cmdline")${keys:+ $keys}"
+		media+=(-kernel "$VM_ISO_DIR/kernel" -initrd "$VM_ISO_DIR/initrd" -append "$line")
+	fi
 	case "$mode" in
-	cd-*) media+=(-drive "file=$image,if=ide,index=2,media=cdrom,readonly=on" -boot order=d) ;;
-	usb-*) # snapshot=on: the guest may write to its "stick", the image on the host never changes
+	cd-*) media+=(-drive "file=$image,if=ide,index=2,media=cdrom,readonly=on")
+		[ -n "$direct" ] || media+=(-boot order=d) ;;
+	usb-* | stick-*) # a usb- stick is a snapshot; a stick- one is written
+		local snap=,snapshot=on boot=,bootindex=1
+		case "$mode" in stick-*) snap= ;; esac
+		[ -z "$direct" ] || boot=
 		# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
-		media+=(-device qemu-xhci,id=xhci
-			-drive "if=none,id=stick,format=raw,file=$image,snapshot=on"
-			-device usb-storage,bus=xhci.0,drive=stick,bootindex=1) ;;
+		media+=(-device qemu-xhci,id=xhci -drive "if=none,id=stick,format=raw,file=$image$snap"
+			-device "usb-storage,bus=xhci.0,drive=stick$boot") ;;
 	esac
 	VM_NAME=$name
 	mkdir -p "$OUT/tests/qemu" || return 1
@@ -71,6 +101,27 @@ vm_start() {
 	exec {VM_IN}<>"$VM_DIR/con.in"
 	vm_note "$name: qemu pid $VM_PID, console log $VM_LOG"
 }
+
+# iso_boot_files ISO: the kernel, initrd and command line (APPEND) of ISO's BIOS menu, taken from the ISO itself
+# (so a direct boot runs exactly what is shipped) into $VM_ISO_DIR: kernel, initrd, cmdline. Cached per file.
+VM_ISO_DIR=''
+iso_boot_files() {
+	local iso=$1 key x
+	key=$(stat -c '%n %s %Y' "$iso" | md5sum | cut -c1-16) || return 1
+	VM_ISO_DIR=$VM_WORK/iso-$key
+	[ -s "$VM_ISO_DIR/cmdline" ] && return 0
+	mkdir -p "$VM_ISO_DIR" || return 1
+	x=(xorriso -osirrox on -indev "$iso" -extract)
+	"${x[@]}" /isolinux/isolinux.cfg "$VM_ISO_DIR/isolinux.cfg" >/dev/null 2>&1 || return 1
+	"${x[@]}" "$(awk 'tolower($1) == "linux" { print $2; exit }' "$VM_ISO_DIR/isolinux.cfg")" "$VM_ISO_DIR/kernel" \
+		>/dev/null 2>&1 &&
+		"${x[@]}" "$(awk 'tolower($1) == "initrd" { print $2; exit }' "$VM_ISO_DIR/isolinux.cfg")" \
+			"$VM_ISO_DIR/initrd" >/dev/null 2>&1 || return 1
+	awk 'tolower($1) == "append" { $1 = ""; sub(/^ /, ""); print; exit }' "$VM_ISO_DIR/isolinux.cfg" \
+		>"$VM_ISO_DIR/cmdline.new" && [ -s "$VM_ISO_DIR/cmdline.new" ] && mv "$VM_ISO_DIR/cmdline.new" "$VM_ISO_DIR/cmdline"
+}
+# iso_cmdline ISO: the kernel command line of ISO's menus.
+iso_cmdline() { iso_boot_files "$1" && cat "$VM_ISO_DIR/cmdline"; }
 
 vm_alive() { [ -n "$VM_PID" ] && kill -0 "$VM_PID" 2>/dev/null; }
 
@@ -138,14 +189,25 @@ vm_login() {
 
 # vm_run CMD [TIMEOUT]: run CMD in the guest shell (stdin /dev/null, stderr merged); output in VM_OUT, returns its status.
 # CMD runs in the current shell (cd and variables persist); it travels as one tty line: keep it under ~4000 bytes.
+# A VM that is not running or does not finish CMD in time is a harness error: `fails vm_run ...` cannot pass on it.
 vm_run() {
 	local cmd=$1 to=${2:-$VM_WAIT_TIMEOUT} n rc
 	n=$((++VM_SEQ))
 	VM_OUT=''
 	vm_mark
 	vm_send "echo '@@B''$n@@'; { $cmd
-} </dev/null 2>&1; echo \"@@E\"'$n'\"@@ \$?\"" || { vm_note "vm_run: qemu is not running"; return 255; }
-	vm_wait "@@E$n@@ [0-9]+"$'\r'"?\$" "$to" || return 255
+} </dev/null 2>&1; echo \"@@E\"'$n'\"@@ \$?\"" || {
+		harness_error "vm_run: qemu${VM_NAME:+ ($VM_NAME)} is not running: cannot run '${cmd:0:80}'"
+		return 255
+	}
+	vm_wait "@@E$n@@ [0-9]+"$'\r'"?\$" "$to" || {
+		if vm_alive; then
+			harness_error "vm_run: '${cmd:0:80}' did not end within ${to}s: the guest is hung or too slow"
+		else
+			harness_error "vm_run: qemu ($VM_NAME) died while running '${cmd:0:80}'"
+		fi
+		return 255
+	}
 	rc=${VM_MATCH##* }
 	VM_OUT=$(vm_cut_output "$n")
 	return "$rc"
@@ -167,6 +229,23 @@ vm_reboot() {
 	vm_login
 }
 
+# vm_poweroff: poweroff in the guest, wait until the kernel says it is done, then stop qemu.
+vm_poweroff() {
+	vm_mark
+	vm_send poweroff || return 1
+	vm_wait 'reboot: (Power down|System halted)' 120
+	local rc=$?
+	vm_stop
+	return $rc
+}
+
+# vm_powercut: SIGKILL to qemu itself (not to its timeout wrapper): nothing is flushed, as when the plug is pulled.
+vm_powercut() {
+	local q
+	q=$(pgrep -P "$VM_PID") && kill -KILL "$q" 2>/dev/null
+	vm_stop 2>/dev/null # timeout(1) dies of the same signal as its child: bash's "Killed" note is expected
+}
+
 # vm_stop: kill qemu (the media are read-only or snapshots: nothing to flush) and reap everything we started.
 vm_stop() {
 	[ -n "$VM_PID" ] || return 0
@@ -183,40 +262,6 @@ vm_stop() {
 	[ -n "$VM_IN" ] && exec {VM_IN}>&-
 	rm -rf "$VM_DIR"
 	VM_PID='' VM_CAT='' VM_IN='' VM_DIR=''
-}
-
-lib_exit() {
-	local c
-	vm_stop
-	for c in "${LIB_CLEANUP[@]}"; do eval "$c"; done
-}
-trap lib_exit EXIT
-trap 'exit 130' INT TERM
-
-# check NAME COMMAND...: one assertion.
-check() {
-	local name=$1
-	shift
-	if "$@"; then
-		printf 'ok %s\n' "$name"
-		T_PASS=$((T_PASS + 1))
-	else
-		printf 'FAIL %s\n' "$name"
-		T_FAIL=$((T_FAIL + 1))
-		[ -n "$VM_OUT" ] && printf '%s\n' "$VM_OUT" | tail -n 15 | sed 's/^/#   guest: /' >&2
-		return 1
-	fi
-}
-
-# require NAME COMMAND...: like check, but nothing after it can be meaningful when it fails.
-require() { check "$@" || finish; }
-
-# finish: the summary line; the log is kept either way (it is small and the runner may want it).
-finish() {
-	printf '%s passed, %s failed\n' "$T_PASS" "$T_FAIL"
-	[ "$T_FAIL" -eq 0 ] && [ "$T_PASS" -gt 0 ] && exit 0
-	[ -n "$VM_LOG" ] && vm_note "console log kept: $VM_LOG"
-	exit 1
 }
 
 # vm_qmp SOCKET COMMAND_JSON...: each command through qemu's QMP socket (the VM started with
@@ -245,72 +290,31 @@ vm_qmp() {
 # Small predicates for check.
 out_is() { [ "$VM_OUT" = "$1" ]; }
 out_has() { printf '%s\n' "$VM_OUT" | grep -Eq -- "$1"; }
-fails() { ! "$@"; }
 # Not grep -q: it stops at the first match, tr then dies of SIGPIPE and pipefail turns a match into a failure
 # (seen with a match early in a long systemd log).
 log_has() { tr -d '\r' <"$VM_LOG" | grep -E -- "$1" >/dev/null; }
-
-# boot_scenario MODE: the issue-2 assertions for one way of booting the ISO (boot-*.sh call this).
-boot_scenario() {
-	local mode=$1 token version
-	version=$(cat "$TOP/VERSION")
-	token="liveunion-$mode-$$-$RANDOM"
-	require iso-exists test -f "$ISO"
-	require "$mode-qemu-starts" vm_start "boot-$mode" "$mode" "$ISO"
-	require "$mode-login" vm_login
-	check banner-shows-version banner_has "liveunion $version"
-	# every CPU qemu gives is used (CONFIG_SMP): nproc counts the CPUs the kernel brought online
-	check "nproc-runs" vm_run nproc
-	check "nproc-is-$VM_SMP" out_is "$VM_SMP"
-	vm_run "grep ' / ' /proc/mounts | tail -n 1"
-	check root-is-overlay out_has '^[^ ]+ / overlay '
-	check overlay-upper-is-run-live-upper out_has 'upperdir=/run/live/upper/upper,'
-	check overlay-lower-has-10-base out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
-	vm_run "grep ' /run/live/medium ' /proc/mounts"
-	check medium-mounted-ro out_has '^[^ ]+ /run/live/medium [^ ]+ ro[, ]'
-	case "$mode" in # the medium must be the device this mode attached, not some other path to the image
-	cd-*) check medium-is-the-cd out_has '^/dev/sr[0-9]+ ' ;;
-	usb-*) check medium-is-the-usb-disk out_has '^/dev/sd[a-z]+[0-9]* ' ;;
-	esac
-	check medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
-	check medium-write-error-is-read-only out_has 'Read-only file system'
-	check medium-has-no-written-file fails vm_run "test -e /run/live/medium/$token"
-	check root-write-works vm_run "echo $token >/$token && sync && cat /$token"
-	check root-write-reads-back out_is "$token"
-	check root-write-lands-in-upper vm_run "test -f /run/live/upper/upper/$token"
-	check run-live-lists-stack vm_run 'ls -1 /run/live'
-	check run-live-has-medium-layers-upper-plan out_has_all medium layers upper plan
-	check layer-10-base-mounted vm_run "grep ' /run/live/layers/10-base squashfs ro' /proc/mounts"
-	check plan-is-key-value vm_run "grep -c '^[a-z][a-z0-9._]*=' /run/live/plan"
-	check plan-has-lines out_has '^[1-9][0-9]*$'
-	# the init's whole story is in dmesg (first and last line), and the kernel's limit on writers is back on
-	check dmesg-has-init-start vm_run "dmesg | grep -c 'liveunion: init '"
-	check dmesg-has-switch vm_run "dmesg | grep -c 'liveunion: switching to '"
-	check devkmsg-limit-restored vm_run 'cat /proc/sys/kernel/printk_devkmsg'
-	check devkmsg-limit-is-ratelimit out_is ratelimit
-	require reboot-in-same-vm vm_reboot
-	check banner-after-reboot banner_has "liveunion $version"
-	vm_run "grep ' / ' /proc/mounts | tail -n 1"
-	check root-is-overlay-after-reboot out_has '^[^ ]+ / overlay '
-	check written-file-gone-after-reboot vm_run "test ! -e /$token && test ! -e /run/live/upper/upper/$token"
-	vm_stop
-	finish
-}
 banner_has() { printf '%s\n' "$VM_BANNER" | grep -Fq -- "$1"; }
-out_has_all() {
+out_has_all() { # every WORD is a whole line of the output
 	local w
 	for w in "$@"; do printf '%s\n' "$VM_OUT" | grep -qx -- "$w" || return 1; done
 }
-
-# conformance_iso: $OUT/tests/conformance.iso = the built kernel, initramfs and 10-base plus the 50-middle and
-# 90-conformance test layers (tests/conformance/mklayer.sh): three squashfs lowers. Both steps are cached by their
-# inputs and never rebuild a build stage.
-CONFORMANCE_ISO=$OUT/tests/conformance.iso
-conformance_iso() {
-	"$TOP/tests/conformance/mklayer.sh" >&2 &&
-		"$TOP/build.sh" iso-with "$CONFORMANCE_ISO" "$OUT/tests/50-middle.squashfs" "$OUT/tests/90-conformance.squashfs" >&2
+# log_lacks ERE: the console log is there and no line of it matches ERE (a missing log is no absence).
+log_lacks() {
+	[ -s "$VM_LOG" ] || { vm_note "log_lacks: no console log $VM_LOG"; return 1; }
+	no_line "$1" <(tr -d '\r' <"$VM_LOG")
 }
-# The overlayfs limits README.md (Tests) documents for the init's options with a tmpfs upper (index=on,
-# redirect_dir=on, kernel/patches/0002 and 0003): the conformance scenarios fail on any other known-limit line.
-# shellcheck disable=SC2034 # read by unionfs-conformance.sh and profile-debian-conformance.sh
-CONFORMANCE_KNOWN_LIMITS='mmap.shared-lower-then-write namemax.lower-256-remove'
+# vm_fact CMD WANT: one fact about the guest in one check: CMD succeeds there and prints exactly WANT.
+vm_fact() {
+	vm_run "$1" ${3:+"$3"} && [ "$VM_OUT" = "$2" ] && return 0
+	vm_note "vm_fact: wanted: $2"
+	return 1
+}
+# vm_none CMD [ERE]: an absence in the guest: CMD succeeds and no line of its output matches ERE (default: prints
+# nothing). A CMD that fails (a missing file, a dead VM) is not an absence.
+vm_none() {
+	vm_run "$1" ${3:+"$3"} || { vm_note "vm_none: '$1' failed (exit $?): not an absence"; return 1; }
+	no_line "${2:-.}" <<<"$VM_OUT"
+}
+# vm_show_out: after a FAIL line, what the guest said last (CHECK_ON_FAIL, tests/lib.sh).
+vm_show_out() { [ -z "$VM_OUT" ] || printf '%s\n' "$VM_OUT" | tail -n 15 | sed 's/^/#   guest: /' >&2; }
+

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
-# Helpers for the profile scenarios (tests/qemu/profile-*.sh), sourced after lib.sh (host side).
+# Helpers for the profile scenarios (tests/qemu/profile-*.sh, host side).
 # The Debian-based profiles have no password-less root: the console login is the live user's (empty password
 # on the live system only), then sudo gives the root shell the other helpers expect.
+# shellcheck source=tests/qemu/lib/vm.bash
+. "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
 
 PROFILE_USER=${PROFILE_USER:-live}
 VM_BOOT_TIMEOUT=${PROFILE_BOOT_TIMEOUT:-400} # systemd under TCG, UEFI included
@@ -34,7 +36,7 @@ profile_login() {
 	case "$VM_MATCH" in
 	*assword:*) vm_send '' && vm_wait '\$ *$' 60 || return 1 ;;
 	esac
-	# shellcheck disable=SC2034 # read by banner_has (lib.sh)
+	# shellcheck disable=SC2034 # read by banner_has (lib/boot.bash)
 	VM_BANNER=$(tail -c +$((start + 1)) "$VM_LOG" | head -c $((VM_MARK - start)) | tr -d '\r')
 	vm_send 'exec sudo /bin/sh'
 	vm_wait '# *$' 60 || return 1

@@ -1,0 +1,45 @@
+# shellcheck shell=bash
+# Sourced by the scenarios that make or change ISOs (layers, verity, toram, bad-squashfs, unionfs-*) and by
+# bench/toram (build host): test ISOs with extra layers, where a file lies in an ISO, damaging a copy in place.
+# shellcheck source=tests/qemu/lib/vm.bash
+. "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
+MDIR=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-medium.XXXXXX")
+at_exit "rm -rf '$MDIR'"
+
+# iso_file_offset ISO PATH: "OFFSET SIZE", the byte offset of PATH's data in ISO and its size.
+iso_file_offset() {
+	local lba size
+	read -r lba size < <(xorriso -indev "$1" -find "$2" -exec report_lba 2>/dev/null |
+		awk -F' *, *' '/^File data lba:/ { print $2, $4 }')
+	[ -n "${lba:-}" ] && [ -n "${size:-}" ] || return 1
+	echo "$((lba * 2048)) $size"
+}
+
+# flip_byte FILE OFFSET: invert the bits of one byte in place.
+flip_byte() {
+	local b
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ') || return 1
+	[ -n "$b" ] || return 1
+	# shellcheck disable=SC2059 # the format is the byte, built on purpose
+	printf "$(printf '\\%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+
+# iso_menu_lines ISO: every kernel line of both menus (isolinux APPEND, GRUB linux).
+iso_menu_lines() {
+	xorriso -indev "$1" -osirrox on -extract /isolinux/isolinux.cfg "$MDIR/isolinux.cfg" \
+		-extract /boot/grub/grub.cfg "$MDIR/grub.cfg" >/dev/null 2>&1 || return 1
+	grep -h -E '^[[:space:]]*(APPEND|linux) ' "$MDIR/isolinux.cfg" "$MDIR/grub.cfg"
+}
+
+# conformance_iso: $OUT/tests/conformance.iso = the built kernel, initramfs and 10-base plus the 50-middle and
+# 90-conformance test layers (tests/conformance/mklayer.sh): three squashfs lowers. Both steps are cached by their
+# inputs and never rebuild a build stage.
+CONFORMANCE_ISO=$OUT/tests/conformance.iso
+conformance_iso() {
+	"$TOP/tests/conformance/mklayer.sh" >&2 &&
+		"$TOP/build.sh" iso-with "$CONFORMANCE_ISO" "$OUT/tests/50-middle.squashfs" "$OUT/tests/90-conformance.squashfs" >&2
+}
+# The overlayfs limits README.md (Tests) documents for the init's options with a tmpfs upper (index=on,
+# redirect_dir=on, kernel/patches/0002 and 0003): the conformance scenarios fail on any other known-limit line.
+# shellcheck disable=SC2034 # read by unionfs-conformance.sh and profile-debian-conformance.sh
+CONFORMANCE_KNOWN_LIMITS='mmap.shared-lower-then-write namemax.lower-256-remove'
