@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "meta.h"
 #include "paths.h"
 #include "saved.h"
 #include "stack.h"
@@ -29,35 +30,29 @@ static void now_text(char *buf, size_t len, const char *fmt)
 		text_fmt(buf, len, "unknown");
 }
 
-/* meta: key=value, written to a temporary file and renamed, so a power cut leaves old or new. */
-static int update_meta(const struct plan *p, const char *vdir)
+/* meta: key=value, written to a temporary file and renamed, so a power cut leaves old or new. m is what the
+ * store's meta said (NULL: it had none). */
+static int update_meta(const struct plan *p, const char *vdir, const struct meta *m)
 {
-	char path[PATH_LEN * 2], tmp[PATH_LEN * 2 + 8], old[1024], created[40], prev[80] = "", now[40], body[1200];
-	const char *k;
+	char path[PATH_LEN * 2], tmp[PATH_LEN * 2 + 8], created[40], now[40], body[1200];
+	const char *prev = m ? m->image : "";
+	bool changed;
 	int fd, n;
 
 	now_text(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ");
 	text_fmt(path, sizeof(path), "%s/meta", vdir);
-	text_fmt(created, sizeof(created), "%s", now);
-	if (read_text(path, old, sizeof(old)) >= 0) {
-		if ((k = strstr(old, "created=")) != NULL)
-			text_fmt(created, sizeof(created), "%.*s", (int)strcspn(k + 8, "\n"), k + 8);
-		if ((k = strstr(old, "image=")) != NULL && (k == old || k[-1] == '\n'))
-			text_fmt(prev, sizeof(prev), "%.*s", (int)strcspn(k + 6, "\n"), k + 6);
-	}
-	if (prev[0] && strcmp(prev, p->id.uuid) != 0)
+	text_fmt(created, sizeof(created), "%s", m && m->created[0] ? m->created : now);
+	changed = prev[0] && strcmp(prev, p->id.uuid) != 0;
+	if (changed)
 		msg("persistence: the store was made for image %s, this is %s: used anyway (overlay index and metacopy, "
 		    "unsafe with a changed lower layer, are not used); recorded in the meta file",
 		    prev, p->id.uuid);
-	n = snprintf(body, sizeof(body), "format=1\nimage=%s\ncreated=%s\nlast_used=%s\n%s%s%s%s", p->id.uuid, created,
-		     now, prev[0] && strcmp(prev, p->id.uuid) ? "previous_image=" : "",
-		     prev[0] && strcmp(prev, p->id.uuid) ? prev : "",
-		     prev[0] && strcmp(prev, p->id.uuid) ? "\nimage_changed=" : "",
-		     prev[0] && strcmp(prev, p->id.uuid) ? now : "");
+	n = snprintf(body, sizeof(body), "format=%d\nimage=%s\ncreated=%s\nlast_used=%s\n", STORE_FORMAT, p->id.uuid,
+		     created, now);
+	if (n > 0 && changed && (size_t)n < sizeof(body))
+		n += snprintf(body + n, sizeof(body) - (size_t)n, "previous_image=%s\nimage_changed=%s\n", prev, now);
 	if (n < 0 || (size_t)n >= sizeof(body) - 1)
 		return fail(E2BIG, "meta text");
-	if (prev[0] && strcmp(prev, p->id.uuid))
-		body[n++] = '\n';
 	text_fmt(tmp, sizeof(tmp), "%s.new", path);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return fail(errno, "create %s", tmp);
@@ -66,6 +61,8 @@ static int update_meta(const struct plan *p, const char *vdir)
 
 		if (close(fd) != 0)
 			msg("close %s: %s", tmp, strerror(errno));
+		if (unlink(tmp) != 0)
+			msg("remove %s: %s", tmp, strerror(errno));
 		return fail(e ? e : EIO, "write %s", tmp);
 	}
 	if (close(fd) != 0)
@@ -88,7 +85,7 @@ static int mkdir_one(const char *dir, const char *sub)
 
 /* Mounted store -> versioned directory ready, reset done, bound on run_live/upper (or, read-only,
  * its upper added as the top lower layer). */
-static int use_store(struct plan *p, struct store *s, bool reset)
+static int use_store(struct plan *p, struct store *s, bool reset, const struct meta *m)
 {
 	char vdir[PATH_LEN * 2], upper[PATH_LEN * 2], aside[PATH_LEN * 2 + 40], stamp[40], target[PATH_LEN + 16];
 	struct statvfs vfs;
@@ -132,8 +129,14 @@ static int use_store(struct plan *p, struct store *s, bool reset)
 			msg("persistence: live.persist.reset: previous changes kept in %s", aside + strlen(s->dir) + 1);
 		}
 	}
-	if (mkdir_one(vdir, "upper") != 0 || update_meta(p, vdir) != 0)
+	if (mkdir_one(vdir, "upper") != 0)
 		return -1;
+	/* a full store still holds the user's changes: it is used without a new meta */
+	if (update_meta(p, vdir, m) != 0) {
+		msg("persistence: %s: %s: the meta file was not updated; the store is used as it is", fail_what(),
+		    strerror(fail_errno()));
+		fail_clear();
+	}
 	if (paths_select(p, vdir) > 0)
 		return 0;
 	if (path_fmt(target, sizeof(target), "%s/upper", p->run_live) != 0 || mkdir_p(target, 0755) != 0)
@@ -146,11 +149,55 @@ static int use_store(struct plan *p, struct store *s, bool reset)
 	return 0;
 }
 
+/* The store's format, read from its meta while it is mounted read-only: 0 when this init may use it (*m
+ * filled, *have whether there was a meta file), else -1 with the reason said: nothing has been written. */
+static int store_format(const struct store *s, struct meta *m, bool *have)
+{
+	char path[PATH_LEN * 2], text[1024], why[200];
+	enum meta_verdict v;
+
+	*have = false;
+	memset(m, 0, sizeof(*m));
+	if (path_fmt(path, sizeof(path), "%s/" STORE_DIR "/meta", s->dir) != 0)
+		return -1;
+	if (access(path, F_OK) == 0) {
+		if (read_text(path, text, sizeof(text)) < 0)
+			return -1;
+		*have = true;
+		(void)meta_parse(text, m); /* a bad format= line is judged below */
+	}
+	v = meta_judge(*have ? m : NULL);
+	meta_explain(m, v, why, sizeof(why));
+	if (v == META_NEWER || v == META_BAD) {
+		msg("persistence: %s: store %s: not used, nothing written to it; changes go to tmpfs", s->what, why);
+		return -1;
+	}
+	if (v == META_UPGRADE)
+		msg("persistence: %s: store %s", s->what, why);
+	dbg("persistence: %s: store %s", s->what, why);
+	return 0;
+}
+
+/* The checked store mounted on s->dir, read-only first: one of a format this init does not know is unmounted
+ * again as it was found. 0 mounted (read-write unless s->ro), else -1. */
+static int mount_store(const struct store *s, struct meta *m, bool *have)
+{
+	if (do_mount(s->dev, s->dir, "ext4", MS_RDONLY, NULL) != 0)
+		return -1;
+	if (store_format(s, m, have) == 0 && (s->ro || do_mount(s->dev, s->dir, "ext4", MS_REMOUNT, NULL) == 0))
+		return 0;
+	if (umount(s->dir) != 0)
+		msg("umount %s: %s", s->dir, strerror(errno));
+	return -1;
+}
+
 int persist_upper(struct plan *p)
 {
 	struct store s;
 	struct statvfs vfs;
 	char why[300], only[MAX_PATHS * PATH_LEN] = "";
+	struct meta m;
+	bool have_meta = false;
 	int loopfd, found, i;
 
 	memset(&s, 0, sizeof(s));
@@ -172,12 +219,12 @@ int persist_upper(struct plan *p)
 		msg("persistence: %s", p->persist_result);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
-	if (store_check(&s) == 0 && do_mount(s.dev, s.dir, "ext4", s.ro ? MS_RDONLY : 0, NULL) == 0) {
+	if (store_check(&s) == 0 && mount_store(&s, &m, &have_meta) == 0) {
 		if (saved_plan(p, &s, loopfd) != 0)
 			return -1;
 		if (p->nsaved && saved_mount(p, s.what))
 			stack_print(p);
-		if (use_store(p, &s, p->persist_reset) == 0) {
+		if (use_store(p, &s, p->persist_reset, have_meta ? &m : NULL) == 0) {
 			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ?
 							 (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 :
 							 0;

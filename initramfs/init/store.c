@@ -20,6 +20,7 @@
 #include "util.h"
 
 #define MAX_PARTS 32
+#define MAX_NAMED 256 /* block devices searched for a named store */
 
 int store_read_sb(const char *dev, struct sb *s)
 {
@@ -138,11 +139,19 @@ static int image_on(const char *part, const char *path, struct store *s)
 	return fd;
 }
 
-/* Every block device, or the partitions of disk; none when sysfs cannot be read (then nothing is found,
- * which the caller says). */
+/* Our own loop devices (layers, toram, an image file attached later) and RAM disks never hold a store: left
+ * out of the search, so many layers cannot push the store's disk past the list's end. */
+static bool never_a_store(const char *sysblock, const char *name)
+{
+	(void)sysblock;
+	return strncmp(name, "loop", 4) == 0 || strncmp(name, "ram", 3) == 0 || strncmp(name, "zram", 4) == 0;
+}
+
+/* Every block device but never_a_store ones, or the partitions of disk; none when sysfs cannot be read (then
+ * nothing is found, which the caller says). */
 static int list_block(const char *disk, char names[][DISK_NAME_LEN], int max)
 {
-	int n = disk_list(SYSBLOCK, disk, NULL, names, max);
+	int n = disk_list(SYSBLOCK, disk, never_a_store, names, max);
 
 	if (n >= 0)
 		return n;
@@ -162,8 +171,8 @@ int store_dirs(const struct plan *p, struct store *s)
 
 int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen)
 {
-	static char names[MAX_PARTS * 2][DISK_NAME_LEN];
-	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8];
+	static char names[MAX_NAMED][DISK_NAME_LEN];
+	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], first[DISK_NAME_LEN + 8];
 	const char *spec = p->persist, *want = p->persist_arg;
 	struct sb sb;
 	int n, i;
@@ -174,7 +183,8 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 		unsigned waited = 0; /* quarter seconds: a named stick may be enumerated after the medium */
 
 		for (;;) {
-			n = list_block(NULL, names, MAX_PARTS * 2);
+			n = list_block(NULL, names, MAX_NAMED);
+			first[0] = '\0';
 			for (i = 0; i < n; i++) {
 				text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
 				if (kind == PK_PARTUUID &&
@@ -183,13 +193,29 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 					continue;
 				if (store_read_sb(dev, &sb) != 0 || !sb.ext)
 					continue;
-				if (kind == PK_PARTUUID ||
-				    (kind == PK_LABEL ? strcmp(sb.label, want) == 0 : strcasecmp(sb.uuid, want) == 0)) {
-					text_fmt(s->dev, sizeof(s->dev), "%s", dev);
-					text_fmt(s->what, sizeof(s->what), "%s (%s)", dev, spec);
-					return 1;
+				if (kind != PK_PARTUUID &&
+				    (kind == PK_LABEL ? strcmp(sb.label, want) != 0 : strcasecmp(sb.uuid, want) != 0))
+					continue;
+				/* two sticks with one name (a second liveunion stick, a dd clone): which one holds
+				 * the user's data is a guess, so neither is used */
+				if (first[0]) {
+					text_fmt(why, wlen, "%s and %s both carry %s; none used: name one by %s", first,
+						 dev, spec,
+						 kind == PK_LABEL ? "UUID= or PARTUUID=" :
+						 kind == PK_UUID  ? "PARTUUID=, or give one a new UUID (tune2fs -U)" :
+								    "UUID=, or give one a new PARTUUID (sfdisk --part-uuid)");
+					return 0;
 				}
+				text_fmt(first, sizeof(first), "%s", dev);
 			}
+			if (first[0]) {
+				text_fmt(s->dev, sizeof(s->dev), "%s", first);
+				text_fmt(s->what, sizeof(s->what), "%s (%s)", first, spec);
+				return 1;
+			}
+			if (n == MAX_NAMED && waited == 0)
+				msg("persistence: more than %d block devices: only the first %d by name were searched",
+				    MAX_NAMED, MAX_NAMED);
 			if (waited >= p->timeout * 4)
 				break;
 			if (waited == 0)

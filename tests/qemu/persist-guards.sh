@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running
+# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); two disks with the named label are both refused; a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running; a store of a newer format is refused untouched, an older one upgraded
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 tag=$$
@@ -35,6 +35,19 @@ require cd-login-partuuid-wrong vm_login
 check wrong-partuuid-waited log_has 'liveunion: persistence: waiting up to 2 s for PARTUUID=0badc0de-01 to appear'
 check wrong-partuuid-says-why log_has 'liveunion: persistence: none: no ext2/3/4 filesystem with PARTUUID=0badc0de-01 \(waited 2 s\)'
 require cd-poweroff-partuuid-wrong vm_poweroff
+# Two disks both labelled liveunion-rw, the label named: which holds the user's data is a guess, so neither is used.
+twin=$PDIR/twin.img
+truncate -s 16M "$twin"
+require twin-made mkfs.ext4 -q -L liveunion-rw "$twin"
+twin_before=$(sha256sum <"$twin")
+require cd-boot-twins vm_start persist-guards cd-bios "$ISO" --keys "live.persist=LABEL=liveunion-rw" \
+	-drive "file=$stranger,if=virtio,format=raw" -drive "file=$twin,if=virtio,format=raw"
+require cd-login-twins vm_login
+check twins-refused log_has 'liveunion: persistence: none: /dev/vda1 and /dev/vdb both carry LABEL=liveunion-rw; none used: name one by UUID= or PARTUUID='
+check twins-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check twins-none-mounted vm_none 'cat /proc/mounts' '^/dev/vd'
+require cd-poweroff-twins vm_poweroff
+check twins-untouched test "$before$twin_before" = "$(sha256sum <"$stranger")$(sha256sum <"$twin")"
 # A named stick plugged in while the init waits for it (a hub enumerating late): it is used when it appears.
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 require cd-boot-late vm_start persist-guards cd-bios "$ISO" --keys "live.persist=LABEL=liveunion-rw live.timeout=60" \
@@ -79,6 +92,13 @@ require full-login vm_login
 check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=32" 60
 check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
+require full-poweroff-full vm_poweroff
+# booted again full: meta cannot be written, the store is used all the same and what was written is there
+require full-again-boot vm_start persist-guards stick-bios "$img2" --direct
+require full-again-login vm_login
+check full-again-said log_has 'liveunion: persistence: (create|write) /run/live/store/liveunion-v1/meta[.]new: No space left on device: the meta file was not updated; the store is used as it is'
+check full-again-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check full-again-kept vm_run "test -s /home/big"
 check store-still-answers vm_fact "rm /home/big && sync && echo alive-$tag" "alive-$tag"
 check store-back-announced vm_wait 'liveunion: the upper layer /run/live/upper is back to [0-9]+% used' 30
 check store-full-in-syslog vm_run "grep -q 'upper layer /run/live/upper is FULL' /var/log/messages || logread | grep -q 'is FULL'"
@@ -93,4 +113,32 @@ check tmpfs-fill-fails fails vm_run "dd if=/dev/zero of=/big bs=1M count=16" 60
 check tmpfs-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
 check tmpfs-still-answers vm_fact "echo alive-$tag" "alive-$tag"
 vm_stop
+
+# 4. Store format (meta's format=): a newer store is left exactly as found; a meta without format= is upgraded.
+# meta_put TEXT: the store's liveunion-v1/meta replaced by TEXT, on the host.
+# shellcheck disable=SC2317 # called through require
+meta_put() {
+	printf '%s' "$1" >"$PDIR/meta.new" && store_copy "$img2" &&
+		debugfs -w -R "rm liveunion-v1/meta" "$PDIR/store.fsck" >/dev/null 2>&1 &&
+		debugfs -w -R "write $PDIR/meta.new liveunion-v1/meta" "$PDIR/store.fsck" >/dev/null 2>&1 &&
+		store_put "$img2"
+}
+require newer-meta-written meta_put $'format=7\nimage=from-the-future\n'
+sum2=$(part_sum "$img2")
+require newer-boot vm_start persist-guards stick-bios "$img2" --direct
+require newer-login vm_login
+check newer-refused log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): store format 7, made by a newer liveunion; this one knows formats up to 1: not used, nothing written to it; changes go to tmpfs'
+check newer-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check newer-store-not-mounted vm_none 'cat /proc/mounts' '/run/live/store '
+require newer-poweroff vm_poweroff
+check newer-store-byte-for-byte test "$sum2" = "$(part_sum "$img2")"
+require old-meta-written meta_put $'image=x\ncreated=2020-01-01T00:00:00Z\n'
+require old-boot vm_start persist-guards stick-bios "$img2" --direct
+require old-login vm_login
+check old-upgrade-said log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): store format 0 \(meta has no format= line\), upgraded to format 1'
+check old-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+require old-poweroff vm_poweroff
+check old-meta-upgraded store_fsck "$img2"
+check old-meta-has-format eval 'store_cat liveunion-v1/meta | grep -qx format=1'
+check old-meta-keeps-created eval 'store_cat liveunion-v1/meta | grep -qx created=2020-01-01T00:00:00Z'
 finish
