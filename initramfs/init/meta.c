@@ -78,23 +78,18 @@ enum meta_verdict meta_judge(const struct meta *m)
 void meta_explain(const struct meta *m, enum meta_verdict v, char *buf, size_t len)
 {
 	switch (v) {
-	case META_FRESH:
-		text_fmt(buf, len, "a new store, format %d", STORE_FORMAT);
-		break;
-	case META_CURRENT:
-		text_fmt(buf, len, "format %d", STORE_FORMAT);
-		break;
+	case META_FRESH: text_fmt(buf, len, "a new store, format %d", STORE_FORMAT); break;
+	case META_CURRENT: text_fmt(buf, len, "format %d", STORE_FORMAT); break;
 	case META_UPGRADE:
-		text_fmt(buf, len, "format %ld%s, upgraded to format %d (the meta file gains its format= line; nothing "
-				   "else changes)",
+		text_fmt(buf, len,
+			 "format %ld%s, upgraded to format %d (the meta file gains its format= line; nothing "
+			 "else changes)",
 			 m->format, m->format == META_FORMAT_NONE ? " (meta has no format= line)" : "", STORE_FORMAT);
 		break;
 	case META_NEWER:
 		text_fmt(buf, len, "format %ld, made by a newer liveunion; this one knows formats up to %d", m->format,
 			 STORE_FORMAT);
 		break;
-	case META_BAD:
-		text_fmt(buf, len, "its meta file has a format= line that is not a version number");
-		break;
+	case META_BAD: text_fmt(buf, len, "its meta file has a format= line that is not a version number"); break;
 	}
 }

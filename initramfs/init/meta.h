@@ -13,9 +13,9 @@
 #define META_FORMAT_NONE 0
 
 struct meta {
-	long format;       /* format=, META_FORMAT_NONE when the line is missing */
-	char image[80];    /* image= (the ISO's UUID the store was last used with), "" when missing */
-	char created[40];  /* created=, "" when missing */
+	long format;      /* format=, META_FORMAT_NONE when the line is missing */
+	char image[80];   /* image= (the ISO's UUID the store was last used with), "" when missing */
+	char created[40]; /* created=, "" when missing */
 };
 
 enum meta_verdict {

@@ -201,9 +201,11 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 				if (first[0]) {
 					text_fmt(why, wlen, "%s and %s both carry %s; none used: name one by %s", first,
 						 dev, spec,
-						 kind == PK_LABEL ? "UUID= or PARTUUID=" :
-						 kind == PK_UUID  ? "PARTUUID=, or give one a new UUID (tune2fs -U)" :
-								    "UUID=, or give one a new PARTUUID (sfdisk --part-uuid)");
+						 kind == PK_LABEL ?
+							 "UUID= or PARTUUID=" :
+						 kind == PK_UUID ?
+							 "PARTUUID=, or give one a new UUID (tune2fs -U)" :
+							 "UUID=, or give one a new PARTUUID (sfdisk --part-uuid)");
 					return 0;
 				}
 				text_fmt(first, sizeof(first), "%s", dev);
