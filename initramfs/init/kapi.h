@@ -74,6 +74,8 @@ struct live_dm_target_spec {
 #define LIVE_DM_TABLE_LOAD LIVE_DM_IOCTL_NR(9)
 #define LIVE_DM_READONLY_FLAG 1u
 
+/* whether a block device is read-only (a write-protected stick): an int, 1 when it is */
+#define LIVE_BLKROGET _IO(0x12, 94)
 /* block device read-ahead, in 512-byte sectors */
 #define LIVE_BLKRASET _IO(0x12, 98)
 #define LIVE_BLKRAGET _IO(0x12, 99)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "disk.h"
+#include "kapi.h"
 #include "log.h"
 #include "loop.h"
 #include "modload.h"
@@ -139,6 +141,23 @@ static int image_on(const char *part, const char *path, struct store *s)
 	return fd;
 }
 
+/* A write-protected stick (or any read-only device): the store on it is used read-only, said once. */
+static void note_read_only(struct store *s, const char *dev)
+{
+	int ro = 0, fd;
+
+	if (s->ro || (fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (ioctl(fd, LIVE_BLKROGET, &ro) != 0)
+		ro = 0;
+	if (close(fd) != 0)
+		msg("close %s: %s", dev, strerror(errno));
+	if (!ro)
+		return;
+	s->ro = s->dev_ro = true;
+	msg("persistence: %s is a read-only device (write-protected?): its store can only be used read-only", dev);
+}
+
 /* Our own loop devices (layers, toram, an image file attached later) and RAM disks never hold a store: left
  * out of the search, so many layers cannot push the store's disk past the list's end. */
 static bool never_a_store(const char *sysblock, const char *name)
@@ -211,6 +230,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 				text_fmt(first, sizeof(first), "%s", dev);
 			}
 			if (first[0]) {
+				note_read_only(s, first);
 				text_fmt(s->dev, sizeof(s->dev), "%s", first);
 				text_fmt(s->what, sizeof(s->what), "%s (%s)", first, spec);
 				return 1;
@@ -242,6 +262,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 		for (i = 0; i < n; i++) {
 			text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
 			if (store_read_sb(dev, &sb) == 0 && sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
+				note_read_only(s, dev);
 				text_fmt(s->dev, sizeof(s->dev), "%s", dev);
 				text_fmt(s->what, sizeof(s->what), "%s (LABEL=" STORE_LABEL ")", dev);
 				return 1;
@@ -250,6 +271,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
+		note_read_only(s, dev);
 		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, s)) >= 0)
 			return 1;
 	}
@@ -293,6 +315,12 @@ int store_check(const struct store *s)
 	}
 	if (store_read_sb(s->dev, &sb) != 0)
 		return -1;
+	if (sb.recover && s->ro) {
+		msg("persistence: %s: its journal needs replaying (the store was not cleanly unmounted), which %s; the "
+		    "store is left untouched and not mounted, changes go to tmpfs (boot once with it writable to replay)",
+		    s->what, s->dev_ro ? "a read-only device cannot have" : "live.persist.ro does not do");
+		return -1;
+	}
 	rc = run(sb.recover && !s->ro ? pcheck : ncheck);
 	if (rc == 0 || (sb.recover && !s->ro && rc < 4))
 		return 0;

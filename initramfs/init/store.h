@@ -25,6 +25,7 @@ struct store {
 	char host[PATH_LEN + 16]; /* where the FAT/exFAT holding the image file is mounted, or "" */
 	char dir[PATH_LEN + 16];  /* run_live/store */
 	bool ro;
+	bool dev_ro; /* ro because the device is (a write-protected stick), not because live.persist.ro asked */
 };
 
 /* s->dir (run_live/store, where the store is mounted) and s->host (where a FAT holding an image file is)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); two disks with the named label are both refused; a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running; a store of a newer format is refused untouched, an older one upgraded
+# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); two disks with the named label are both refused; a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running; a store of a newer format is refused untouched, an older one upgraded; a write-protected stick's store is used read-only, or not at all with a journal to replay
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 tag=$$
@@ -141,4 +141,30 @@ require old-poweroff vm_poweroff
 check old-meta-upgraded store_fsck "$img2"
 check old-meta-has-format eval 'store_cat liveunion-v1/meta | grep -qx format=1'
 check old-meta-keeps-created eval 'store_cat liveunion-v1/meta | grep -qx created=2020-01-01T00:00:00Z'
+
+# 5. A write-protected stick (qemu readonly=on: the disk reports Write Protect): a clean store is used read-only; a
+# journal to replay is reported as such, not as damage; either way nothing is written.
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+wp_stick=(-device qemu-xhci,id=xhci -drive "if=none,id=stick,format=raw,file=$img2,readonly=on"
+	-device usb-storage,bus=xhci.0,drive=stick)
+sum2=$(part_sum "$img2")
+require wp-boot vm_start persist-guards none "" --direct "${wp_stick[@]}"
+require wp-login vm_login
+check wp-said log_has 'liveunion: persistence: /dev/sd[a-z]3 is a read-only device \(write-protected\?\): its store can only be used read-only'
+check wp-store-read-only log_has 'liveunion: persistence: read-only /dev/sd[a-z]3 \(LABEL=liveunion-rw\), ext4'
+check wp-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check wp-root-writable vm_run "echo w >/etc/w && cat /etc/w"
+require wp-poweroff vm_poweroff
+check wp-store-byte-for-byte test "$sum2" = "$(part_sum "$img2")"
+store_copy "$img2"
+require journal-pending debugfs -w -R "feature needs_recovery" "$PDIR/store.fsck"
+require journal-pending-put store_put "$img2"
+sum2=$(part_sum "$img2")
+require wp-journal-boot vm_start persist-guards none "" --direct "${wp_stick[@]}"
+require wp-journal-login vm_login
+check wp-journal-said log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): its journal needs replaying \(the store was not cleanly unmounted\), which a read-only device cannot have; the store is left untouched and not mounted'
+check wp-journal-not-damage log_lacks 'errors that need a human'
+check wp-journal-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+require wp-journal-poweroff vm_poweroff
+check wp-journal-byte-for-byte test "$sum2" = "$(part_sum "$img2")"
 finish
