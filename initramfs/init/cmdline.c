@@ -14,8 +14,8 @@ static const char *const break_choices[] = {"medium", "layers", "toram", "upper"
 const struct key_def key_table[K_COUNT] = {
 	[K_MEDIUM] = {"medium", T_MEDIUM, "LABEL=LIVEUNION",
 		"boot medium: UUID=<16 digits of the ISO9660 modification date, hyphens ignored> or LABEL=<volume id>", 0, NULL},
-	[K_TIMEOUT] = {"timeout", T_UINT, "30", "seconds to wait for the medium before the rescue shell", 3600, NULL},
-	[K_SIZE] = {"size", T_SIZE, "50%", "size of the tmpfs that holds the changes: N% of RAM or bytes with k/M/G suffix", 0, NULL},
+	[K_TIMEOUT] = {"timeout", T_UINT, "30", "seconds to wait for the medium before the rescue shell (at least 1: 0 is raised to 1, said)", 3600, NULL},
+	[K_SIZE] = {"size", T_SIZE, "50%", "size of the tmpfs that holds the changes: N% of RAM or bytes with k/M/G suffix; clamped, said, to 4 MiB at least and the RAM at most", 0, NULL},
 	[K_TORAM] = {"toram", T_FLAG, "0", "copy the layers into RAM, then release the medium (normal boot if RAM is short)", 0, NULL},
 	[K_BREAK] = {"break", T_ENUM, "",
 		"rescue shell before a step; the boot continues when it exits", 0, break_choices},

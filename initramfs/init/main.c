@@ -215,6 +215,8 @@ int main(int argc, char **argv)
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
+	if (p.adjusted[0])
+		msg("%s", p.adjusted);
 	log_debug_enable(p.debug);
 	modload_start();
 	text_fmt(p.kernel, sizeof(p.kernel), "%s", modload_flavour());

@@ -21,6 +21,41 @@ static void copy(char *dst, size_t len, const char *src)
 		dst[0] = '\0';
 }
 
+/* Valid but absurd values: a tmpfs larger than the RAM (the initramfs has no swap: the machine would run out of
+ * memory instead of the upper filling up), one too small to start a system in, no time at all for a USB disk to
+ * appear. Each is clamped, and said in p->adjusted. */
+static void clamp(struct plan *p, unsigned long long mem_total)
+{
+	size_t used;
+
+	p->adjusted[0] = '\0';
+	if (mem_total && p->upper_bytes > mem_total) {
+		text_fmt(
+			p->adjusted, sizeof(p->adjusted),
+			"live.size= asks for %llu bytes, more than the RAM (%llu MiB): the RAM's size (as live.size=100%%) "
+			"used; ",
+			p->upper_bytes, mem_total >> 20);
+		p->upper_bytes = mem_total;
+	}
+	if (p->upper_bytes < UPPER_MIN && (mem_total || !p->size.percent)) { /* 0: no RAM figure, no limit */
+		used = strlen(p->adjusted);
+		text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
+			 "live.size= asks for %llu bytes, less than a live system starts in: %llu MiB used; ",
+			 p->upper_bytes, UPPER_MIN >> 20);
+		p->upper_bytes = UPPER_MIN;
+	}
+	if (p->timeout < TIMEOUT_MIN) {
+		used = strlen(p->adjusted);
+		text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
+			 "live.timeout=%u leaves no time for a USB disk to appear: %d s used; ", p->timeout,
+			 TIMEOUT_MIN);
+		p->timeout = TIMEOUT_MIN;
+	}
+	used = strlen(p->adjusted);
+	if (used >= 2)
+		p->adjusted[used - 2] = '\0'; /* the last "; " */
+}
+
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p)
 {
@@ -55,6 +90,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	copy(p->newroot, sizeof(p->newroot), newroot);
 	p->facts = *f;
 	p->upper_bytes = size_resolve(&p->size, f->mem_total);
+	clamp(p, f->mem_total);
 	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
 	copy(p->medium_fstype, sizeof(p->medium_fstype), "iso9660");
 }

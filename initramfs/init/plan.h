@@ -82,10 +82,14 @@ struct plan {
 	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
 	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
 	int done;                 /* steps finished, in order */
+	char adjusted[400]; /* values plan_make clamped (live.size=, live.timeout=), said on the console; "" if none */
 };
 
 enum persist_kind persist_kind(const char *spec);
 
+/* The smallest tmpfs upper and wait plan_make lets a command line ask for. */
+#define UPPER_MIN (4ULL << 20)
+#define TIMEOUT_MIN 1
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);
 /* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err

@@ -101,6 +101,35 @@ static void test_plan(void)
 	CHECK(!p.want.by_uuid && strcmp(p.want.value, "LIVEUNION") == 0, "default medium label");
 	make("live.size=256M live.break=overlay live.medium=UUID=2026-01-01-12-34-56-00 live.panic", &p);
 	CHECK(p.upper_bytes == 256ULL << 20, "explicit size");
+	CHECK(p.adjusted[0] == '\0', "nothing clamped: %s", p.adjusted);
+	/* valid but absurd values are clamped, each said */
+	make("live.size=64G", &p);
+	CHECK(p.upper_bytes == 1000ULL << 20 && strstr(p.adjusted, "more than the RAM (1000 MiB)"), "64G: %llu %s",
+	      p.upper_bytes, p.adjusted);
+	make("live.size=100%", &p);
+	CHECK(p.upper_bytes == 1000ULL << 20 && p.adjusted[0] == '\0', "100%% is the RAM, not clamped: %s", p.adjusted);
+	make("live.size=1", &p);
+	CHECK(p.upper_bytes == UPPER_MIN && strstr(p.adjusted, "asks for 1 bytes, less than") &&
+		      strstr(p.adjusted, "4 MiB used"),
+	      "size 1: %llu %s", p.upper_bytes, p.adjusted);
+	make("live.size=4M", &p);
+	CHECK(p.upper_bytes == UPPER_MIN && p.adjusted[0] == '\0', "4M is allowed: %s", p.adjusted);
+	make("live.timeout=0 live.size=1k", &p);
+	CHECK(p.timeout == TIMEOUT_MIN && strstr(p.adjusted, "live.timeout=0 leaves no time") &&
+		      strstr(p.adjusted, "MiB used; live.timeout"),
+	      "timeout 0 and size 1k: %u %s", p.timeout, p.adjusted);
+	make("live.timeout=1", &p);
+	CHECK(p.timeout == 1 && p.adjusted[0] == '\0', "timeout 1 kept");
+	{
+		struct cmdline c;
+		struct facts none = {0, 0};
+
+		cmdline_parse("", &c, NULL, NULL);
+		plan_make(&c, &none, "/run/live", "/newroot", &p);
+		CHECK(p.upper_bytes == 0 && p.adjusted[0] == '\0', "no RAM figure: no limit, nothing clamped: %llu",
+		      p.upper_bytes);
+	}
+	make("live.size=256M live.break=overlay live.medium=UUID=2026-01-01-12-34-56-00 live.panic", &p);
 	CHECK(p.break_step == S_OVERLAY, "break step");
 	CHECK(p.want.by_uuid && strcmp(p.want.value, "2026010112345600") == 0, "uuid in plan");
 	CHECK(p.panic, "panic");
