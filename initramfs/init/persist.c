@@ -178,13 +178,18 @@ static int store_format(const struct store *s, struct meta *m, bool *have)
 	return 0;
 }
 
+/* An I/O error on the store (a failing or pulled stick) makes it read-only at once, as Debian mounts its root:
+ * nothing more is written to a device that misbehaves; the live system's devwatch says so. */
+#define STORE_MOUNT_OPTS "errors=remount-ro"
+
 /* The checked store mounted on s->dir, read-only first: one of a format this init does not know is unmounted
  * again as it was found. 0 mounted (read-write unless s->ro), else -1. */
 static int mount_store(const struct store *s, struct meta *m, bool *have)
 {
-	if (do_mount(s->dev, s->dir, "ext4", MS_RDONLY, NULL) != 0)
+	if (do_mount(s->dev, s->dir, "ext4", MS_RDONLY, STORE_MOUNT_OPTS) != 0)
 		return -1;
-	if (store_format(s, m, have) == 0 && (s->ro || do_mount(s->dev, s->dir, "ext4", MS_REMOUNT, NULL) == 0))
+	if (store_format(s, m, have) == 0 &&
+	    (s->ro || do_mount(s->dev, s->dir, "ext4", MS_REMOUNT, STORE_MOUNT_OPTS) == 0))
 		return 0;
 	if (umount(s->dir) != 0)
 		msg("umount %s: %s", s->dir, strerror(errno));

@@ -191,7 +191,7 @@ int store_dirs(const struct plan *p, struct store *s)
 int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen)
 {
 	static char names[MAX_NAMED][DISK_NAME_LEN];
-	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], first[DISK_NAME_LEN + 8];
+	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], first[DISK_NAME_LEN + 8], unreadable[200] = "";
 	const char *spec = p->persist, *want = p->persist_arg;
 	struct sb sb;
 	int n, i;
@@ -261,7 +261,11 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	if (kind != PK_FILE) {
 		for (i = 0; i < n; i++) {
 			text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-			if (store_read_sb(dev, &sb) == 0 && sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
+			if (store_read_sb(dev, &sb) != 0) { /* an I/O error: the store may be there, say so */
+				text_list_add(unreadable, sizeof(unreadable), dev, strlen(dev));
+				continue;
+			}
+			if (sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
 				note_read_only(s, dev);
 				text_fmt(s->dev, sizeof(s->dev), "%s", dev);
 				text_fmt(s->what, sizeof(s->what), "%s (LABEL=" STORE_LABEL ")", dev);
@@ -278,7 +282,8 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	if (kind == PK_FILE)
 		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", want, disk);
 	else
-		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_FILE " on /dev/%s", disk);
+		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_FILE " on /dev/%s%s%s", disk,
+			 unreadable[0] ? "; could not read " : "", unreadable);
 	return 0;
 }
 

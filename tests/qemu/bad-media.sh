@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# summary: damaged and unstable media: an ISO cut in the middle of a layer, a corrupted dm-verity hash tree, read errors on the medium and on the store (qemu blkdebug), and the stick pulled mid-session each end in a message naming the device or layer and what failed; the rescue shell or the running system still answers; nothing is written to another disk
+# shellcheck disable=SC2016 # the guest's arithmetic and the host's eval'd checks expand later, on purpose
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
+# shellcheck source=tests/qemu/lib/persist.bash
+. "$(dirname "$0")/lib/persist.bash"
+
+require iso-exists test -f "$ISO"
+read -r off size < <(iso_file_offset "$ISO" /live/10-base.squashfs)
+require layer-located test -n "${off:-}" -a "${size:-0}" -gt $((1 << 20))
+read -r voff vsize < <(iso_file_offset "$ISO" /live/10-base.verity)
+require hash-tree-located test -n "${voff:-}" -a "${vsize:-0}" -gt 8192
+
+# rescue_answers: the rescue shell is there and runs commands.
+# shellcheck disable=SC2317 # called through check
+rescue_answers() { vm_quiet && vm_fact 'echo "rescue $((6 * 7))"' 'rescue 42'; }
+
+# 1. The ISO cut in the middle of 10-base (a download or a copy that stopped): the layer cannot be read.
+cut=$PDIR/cut.iso
+head -c $(((off + size / 2) / 2048 * 2048)) "$ISO" >"$cut"
+require cut-boot vm_start bad-media-cut cd-bios "$cut" --keys "loglevel=4"
+require cut-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check cut-names-layer log_has '^liveunion: layer 10-base .*(I/O error|Input/output error|short|beyond|truncat)'
+check cut-step-failed log_has '^liveunion: step layers failed'
+check cut-no-panic log_lacks 'Kernel panic'
+check cut-rescue-answers rescue_answers
+vm_stop
+rm -f "$cut"
+
+# 2. One byte of 10-base's hash tree flipped (after its 4 KiB verity superblock): the top hash block no longer
+# matches the root hash on the command line, so nothing of the layer is trusted.
+tree=$PDIR/tree.iso
+cp "$ISO" "$tree"
+require tree-byte-flipped flip_byte "$tree" $((voff + 4096 + 100))
+require tree-boot vm_start bad-media-tree cd-bios "$tree" --keys "loglevel=4"
+require tree-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check tree-names-layer log_has '^liveunion: layer 10-base \([^)]*10-base\.squashfs\): .*root hash.*(I/O error|Input/output error)'
+check tree-no-panic log_lacks 'Kernel panic'
+check tree-rescue-answers rescue_answers
+vm_stop
+rm -f "$tree"
+
+# 3. Read errors on the medium (the ISO as a disk through blkdebug: EIO for every read of 10-base's third 4 KiB
+# block, which the init reads through dm-verity when it mounts the layer).
+cat >"$PDIR/medium-eio.conf" <<CONF
+[inject-error]
+event = "read_aio"
+errno = "5"
+sector = "$(((off + 8192) / 512))"
+once = "off"
+CONF
+require eio-boot vm_start bad-media-eio none "" --keys "loglevel=4" \
+	-drive "file=blkdebug:$PDIR/medium-eio.conf:$ISO,if=virtio,format=raw,readonly=on"
+require eio-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check eio-names-layer log_has '^liveunion: layer 10-base .*(I/O error|Input/output error)'
+check eio-medium-found log_has 'medium .*/dev/vda'
+check eio-no-panic log_lacks 'Kernel panic'
+check eio-rescue-answers rescue_answers
+vm_stop
+
+# 4. Read errors on the store's superblock: the store is not used, and the message says which device could not
+# be read (not just "no store"); the system boots on tmpfs and nothing is written to the stick.
+img=$PDIR/stick.img
+require stick-made make_stick "$img" --persist-size 16M
+read -r p3 _ < <(part_of "$img" 3)
+require store-located test -n "${p3:-}"
+cat >"$PDIR/store-eio.conf" <<CONF
+[inject-error]
+event = "read_aio"
+errno = "5"
+sector = "$((p3 / 512 + 2))"
+once = "off"
+CONF
+sum=$(part_sum "$img")
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+require store-eio-boot vm_start bad-media-store none "" --direct -device qemu-xhci,id=xhci \
+	-drive "if=none,id=stick,format=raw,file=blkdebug:$PDIR/store-eio.conf:$img" \
+	-device usb-storage,bus=xhci.0,drive=stick
+require store-eio-login vm_login
+check store-eio-said log_has 'liveunion: persistence: none: no partition labelled liveunion-rw and no liveunion-rw.img on /dev/sd[a-z]; could not read /dev/sd[a-z]3'
+check store-eio-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+require store-eio-poweroff vm_poweroff
+check store-eio-untouched test "$sum" = "$(part_sum "$img")"
+
+# 5. The stick (medium and store) pulled mid-session: the live system says which device is gone; its shell still
+# answers; what was synced before is on the store.
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+require pull-boot vm_start bad-media-pull none "" --direct -device qemu-xhci,id=xhci \
+	-drive "if=none,id=stick,format=raw,file=$img" -device usb-storage,bus=xhci.0,drive=stick,id=stick-dev \
+	-qmp "unix:$PDIR/qmp.sock,server=on,wait=off"
+require pull-login vm_login
+check pull-store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check pull-synced-before vm_run "echo before-pull >/home/kept && sync"
+check pull-device-del vm_qmp "$PDIR/qmp.sock" '{"execute": "device_del", "arguments": {"id": "stick-dev"}}'
+check pull-said vm_wait 'liveunion: /dev/sd[a-z]3, the persistence store \(/run/live/store\), is gone \(unplugged or failed\)' 60
+check pull-shell-answers vm_fact 'echo "still $((6 * 7))"' 'still 42'
+vm_stop
+# the stick was pulled, not unmounted: its journal is replayed on the copy first, as the next boot's e2fsck -p would
+check pull-synced-file-kept eval 'store_copy "$img" && e2fsck -p -E journal_only "$PDIR/store.fsck" >/dev/null &&
+	store_file_is liveunion-v1/upper/home/kept before-pull'
+finish
