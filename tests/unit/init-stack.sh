@@ -82,7 +82,9 @@ if ! grep -qw iso9660 /proc/filesystems && ! modprobe -q isofs 2>/dev/null; then
 	medium_sq_loop=$(losetup -f --show -r "$tmp/medium.sqfs")
 	stand_in=("squashfs:$medium_sq_loop")
 	medium_type=squashfs
-	skip iso9660-medium "the host kernel has no iso9660: the medium is mounted from a squashfs stand-in (the guest has iso9660)"
+	# Not a skip: what this test checks is the stacking, the same on either file system; the iso9660 mount
+	# itself is checked in the guest by every boot scenario (tests/qemu/lib/boot.bash: medium-is-iso9660).
+	echo "# note: the host kernel has no iso9660: the medium is a squashfs stand-in of the same tree"
 fi
 
 run=$tmp/run/live

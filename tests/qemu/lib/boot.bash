@@ -20,6 +20,8 @@ boot_scenario() {
 	check overlay-lower-has-10-base out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
 	vm_run "grep ' /run/live/medium ' /proc/mounts"
 	check medium-mounted-ro out_has '^[^ ]+ /run/live/medium [^ ]+ ro[, ]'
+	# the kernel's iso9660 (a build host may lack it: tests/unit/init-stack.sh then mounts a stand-in)
+	check medium-is-iso9660 out_has '^[^ ]+ /run/live/medium iso9660 '
 	case "$mode" in # the medium must be the device this mode attached, not some other path to the image
 	cd-*) check medium-is-the-cd out_has '^/dev/sr[0-9]+ ' ;;
 	usb-*) check medium-is-the-usb-disk out_has '^/dev/sd[a-z]+[0-9]* ' ;;
