@@ -18,7 +18,7 @@ require huge-mem-total vm_run "sed -n 's/^mem.total=//p' /run/live/plan"
 mem_total=$VM_OUT
 check huge-upper-is-the-ram plan_is upper.bytes "$mem_total"
 check timeout-is-1 plan_is timeout 1
-check huge-tmpfs-size vm_fact "df -k /run/live/upper | awk 'NR == 2 { print \$2 * 1024 >= $mem_total - 4096 }'" 1
+check huge-tmpfs-size vm_fact "df -k /run/live/upper | awk 'NR == 2 { print (\$2 * 1024 >= $mem_total - 4096) }'" 1
 require huge-poweroff vm_poweroff
 
 # 2. One byte: the least a live system starts in (4 MiB) instead, and the system works in it.
