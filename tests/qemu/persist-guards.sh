@@ -40,6 +40,7 @@ twin=$PDIR/twin.img
 truncate -s 16M "$twin"
 require twin-made mkfs.ext4 -q -L liveunion-rw "$twin"
 twin_before=$(sha256sum <"$twin")
+before=$(sha256sum <"$stranger") # the named boots above used (and so wrote) it
 require cd-boot-twins vm_start persist-guards cd-bios "$ISO" --keys "live.persist=LABEL=liveunion-rw" \
 	-drive "file=$stranger,if=virtio,format=raw" -drive "file=$twin,if=virtio,format=raw"
 require cd-login-twins vm_login
@@ -92,6 +93,8 @@ require full-login vm_login
 check store-fill-fails fails vm_run "dd if=/dev/zero of=/home/big bs=1M count=32" 60
 check store-fill-says-enospc out_has 'No space left on device'
 check store-full-announced vm_wait 'liveunion: the upper layer /run/live/upper is FULL' 30
+# the last blocks dd's buffered writes left free, one synced KiB at a time: the store is full to the block
+check store-filled-to-the-block vm_run "i=0; while dd if=/dev/zero of=/home/fill.\$i bs=1k count=1 conv=fsync 2>/dev/null; do i=\$((i + 1)); done; sync" 120
 require full-poweroff-full vm_poweroff
 # booted again full: meta cannot be written, the store is used all the same and what was written is there
 require full-again-boot vm_start persist-guards stick-bios "$img2" --direct
