@@ -146,10 +146,13 @@ int layer_looks_like_upper(const char *dir, int store, char *why, size_t whysz)
 	struct statfs fs;
 	char w[4200], v[8];
 
-	if (statfs(dir, &fs) == 0 && (fs.f_type == 0x4d44 || fs.f_type == 0x2011BAB0 ||
-				      fs.f_type == 0x5346544e)) {
-		snprintf(why, whysz, "it is on FAT/exFAT/NTFS, which cannot hold an overlay upper "
-			 "(no whiteouts, no xattrs)");
+	/* by the kernel's magic, and for FUSE drivers (exfat-fuse, ntfs-3g, fusefat) by what overlayfs needs: a
+	 * file system that answers an xattr read with "not supported" cannot hold a whiteout or an opaque dir */
+	if ((statfs(dir, &fs) == 0 && (fs.f_type == 0x4d44 || fs.f_type == 0x2011BAB0 ||
+				       fs.f_type == 0x5346544e)) ||
+	    (lgetxattr(dir, "trusted.overlay.opaque", v, sizeof v) < 0 && errno == ENOTSUP)) {
+		snprintf(why, whysz, "it is on FAT/exFAT/NTFS (or another file system without xattrs), which cannot "
+			 "hold an overlay upper (no whiteouts, no xattrs)");
 		return 0;
 	}
 	if (store == 1)
