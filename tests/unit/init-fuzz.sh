@@ -35,21 +35,33 @@ build_target() {
 	clang "${LIVE_CFLAGS[@]}" "${SAN[@]}" -fsanitize=fuzzer -I"$SRC" -o "$B/init-$1-fuzz" "$FZ/init-$1.c" \
 		"$B/libinit.a"
 }
-# run_target NAME: the seeds first (each crash-* case among them), then SECONDS_EACH of fuzzing
-run_target() {
+# run_fuzzer NAME BINARY SEEDS: the seeds first (each crash-* case among them), then SECONDS_EACH of fuzzing
+run_fuzzer() {
 	local t=$1 dict=()
 	rm -rf "$B/corpus/$t"
 	mkdir -p "$B/corpus"
-	cp -r "$FZ/corpus/init-$t" "$B/corpus/$t"
-	[ ! -f "$FZ/init-$t.dict" ] || dict=(-dict="$FZ/init-$t.dict")
-	(cd "$B" && "$B/init-$t-fuzz" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 -print_final_stats=1 \
-		"${dict[@]}" "$B/corpus/$t" >"$B/$t.log" 2>&1) || {
+	cp -r "$3" "$B/corpus/$t"
+	[ ! -f "$FZ/$t.dict" ] || dict=(-dict="$FZ/$t.dict")
+	(cd "$B" && "$2" -seed=1 -max_total_time="$SECONDS_EACH" -timeout=10 -print_final_stats=1 "${dict[@]}" \
+		"$B/corpus/$t" >"$B/$t.log" 2>&1) || {
 		tail -40 "$B/$t.log"
 		return 1
 	}
-	printf '%s: %s executions, %s new units\n' "init-$t" \
+	printf '%s: %s executions, %s new units\n' "$t" \
 		"$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/$t.log")" \
 		"$(sed -n 's/^stat::new_units_added: *//p' "$B/$t.log")"
+}
+run_target() { run_fuzzer "init-$1" "$B/init-$1-fuzz" "$FZ/corpus/init-$1"; }
+# The other side: a target that aborts on one of its seeds (a crash-* case) fails run_fuzzer.
+planted_crash_fails() {
+	mkdir -p "$B/planted/seeds"
+	printf 'crash' >"$B/planted/seeds/crash-planted"
+	printf '%s\n' '#include <stdint.h>' '#include <stdlib.h>' '#include <string.h>' \
+		'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);' \
+		'int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)' \
+		'{ if (n == 5 && !memcmp(d, "crash", 5)) abort(); return 0; }' >"$B/planted/planted.c"
+	clang -fsanitize=fuzzer -o "$B/planted/fuzz" "$B/planted/planted.c" || return 1
+	! run_fuzzer planted "$B/planted/fuzz" "$B/planted/seeds" >/dev/null && grep -q 'deadly signal' "$B/planted.log"
 }
 
 require "clang with libFuzzer (clang 14, libclang-rt-14-dev) builds the init's sources with coverage" build_lib
@@ -66,6 +78,7 @@ fuzz_sources() {
 	done
 	echo "${names[*]}"
 }
+check "a target that crashes on a crash-* seed fails its run" planted_crash_fails
 # every target in the tree is run here: a new one cannot be forgotten
 fact "every tests/fuzz/init-*.c is run" "${TARGETS[*]}" fuzz_sources
 finish
