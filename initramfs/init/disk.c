@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +105,7 @@ bool mbr_has_entries(const unsigned char *mbr)
 	return false;
 }
 
-static bool mbr_protects_gpt(const unsigned char *mbr)
+bool mbr_protects_gpt(const unsigned char *mbr)
 {
 	int i;
 
@@ -114,11 +115,53 @@ static bool mbr_protects_gpt(const unsigned char *mbr)
 	return false;
 }
 
+int gpt_entry_offset(const unsigned char *gpt, unsigned long lbs, unsigned long partn, unsigned long long *at)
+{
+	/* Every field comes from the disk: a table placed or sized to wrap the sum must not point elsewhere. */
+	const unsigned long long lba = le64(gpt + 72), esize = le32(gpt + 84), max = (unsigned long long)INT64_MAX;
+	unsigned long long base, rel;
+
+	if (partn == 0 || partn > le32(gpt + 80) || esize < 128 || lbs == 0)
+		return -1;
+	if (lba > max / lbs || partn - 1 > max / esize)
+		return -1;
+	base = lba * lbs;
+	rel = (partn - 1) * esize;
+	if (rel > max - base)
+		return -1;
+	*at = base + rel;
+	return 0;
+}
+
+int part_uuid_from(const unsigned char mbr[512], const unsigned char *gpt, unsigned long lbs, unsigned long partn,
+		   int (*read_entry)(void *ctx, unsigned long long at, unsigned char e[128]), void *ctx, char *out,
+		   size_t len)
+{
+	unsigned char e[128];
+	unsigned long long at;
+
+	if (!gpt || !mbr_protects_gpt(mbr) || memcmp(gpt, "EFI PART", 8) != 0) {
+		text_fmt(out, len, "%08lx-%02lx", le32(mbr + 440), partn);
+		return 0;
+	}
+	if (gpt_entry_offset(gpt, lbs, partn, &at) != 0 || read_entry(ctx, at, e) != 0)
+		return -1;
+	text_fmt(out, len, "%08lx-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", le32(e + 16), le16(e + 20),
+		 le16(e + 22), e[24], e[25], e[26], e[27], e[28], e[29], e[30], e[31]);
+	return 0;
+}
+
+static int pread_entry(void *ctx, unsigned long long at, unsigned char e[128])
+{
+	return pread(*(int *)ctx, e, 128, (off_t)at) == 128 ? 0 : -1;
+}
+
 int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, char *out, size_t len)
 {
 	char disk[DISK_NAME_LEN], path[512], num[16], lbs_text[16];
-	unsigned char mbr[512], gpt[512], e[128];
+	unsigned char mbr[512], gpt[512];
 	unsigned long partn, lbs = 512;
+	bool has_gpt;
 	int fd, ok = -1;
 
 	if (disk_of(sysblock, name, disk, sizeof(disk)) != 0 || strcmp(disk, name) == 0)
@@ -132,22 +175,11 @@ int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, c
 	text_fmt(path, sizeof(path), "%s/%s", devdir, disk);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	if (disk_read_mbr(fd, mbr) != 0)
-		goto out;
-	if (mbr_protects_gpt(mbr) && pread(fd, gpt, sizeof(gpt), (off_t)lbs) == (ssize_t)sizeof(gpt) &&
-	    memcmp(gpt, "EFI PART", 8) == 0) {
-		unsigned long long at = le64(gpt + 72) * lbs + (partn - 1) * le32(gpt + 84);
-
-		if (partn > le32(gpt + 80) || le32(gpt + 84) < 128 ||
-		    pread(fd, e, sizeof(e), (off_t)at) != (ssize_t)sizeof(e))
-			goto out;
-		text_fmt(out, len, "%08lx-%04x-%04x-%02x%02x-%02x%02x%02x%02x%02x%02x", le32(e + 16), le16(e + 20),
-			 le16(e + 22), e[24], e[25], e[26], e[27], e[28], e[29], e[30], e[31]);
-	} else {
-		text_fmt(out, len, "%08lx-%02lx", le32(mbr + 440), partn);
+	if (disk_read_mbr(fd, mbr) == 0) {
+		has_gpt = lbs <= (unsigned long)INT64_MAX &&
+			  pread(fd, gpt, sizeof(gpt), (off_t)lbs) == (ssize_t)sizeof(gpt);
+		ok = part_uuid_from(mbr, has_gpt ? gpt : NULL, lbs, partn, pread_entry, &fd, out, len);
 	}
-	ok = 0;
-out:
 	if (close(fd) != 0)
 		msg("close %s: %s", path, strerror(errno));
 	return ok;

@@ -25,7 +25,18 @@ int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *s
 int disk_read_mbr(int fd, unsigned char mbr[512]);
 /* Whether an MBR's table has an entry in use. */
 bool mbr_has_entries(const unsigned char *mbr);
-/* The PARTUUID of partition name the way the kernel numbers it: the GPT entry's unique GUID when the disk has
- * a GPT that the MBR protects (0xEE, also in hybrid ISO images), else the MBR signature-NN. 0, or -1. */
+/* Whether an MBR has the 0xEE entry that protects a GPT (also in hybrid ISO images). */
+bool mbr_protects_gpt(const unsigned char *mbr);
+/* The byte offset of GPT entry partn (from 1) on a disk of lbs-byte blocks, from the GPT header gpt (512 bytes):
+ * 0 with *at, or -1 when the table has no such entry, its entries are under 128 bytes or the offset does not fit
+ * in an off_t. */
+int gpt_entry_offset(const unsigned char *gpt, unsigned long lbs, unsigned long partn, unsigned long long *at);
+/* The PARTUUID of partition partn from its disk's MBR (its 55 AA checked) and the 512 bytes at byte lbs (gpt, NULL
+ * when they could not be read): the GPT entry's unique GUID (read_entry reads the 128 bytes at a byte offset; 0 or
+ * -1) when the MBR protects a GPT, else the MBR signature-NN. 0 with the text in out, or -1. */
+int part_uuid_from(const unsigned char mbr[512], const unsigned char *gpt, unsigned long lbs, unsigned long partn,
+		   int (*read_entry)(void *ctx, unsigned long long at, unsigned char e[128]), void *ctx, char *out,
+		   size_t len);
+/* The PARTUUID of partition name the way the kernel numbers it (part_uuid_from on its disk). 0, or -1. */
 int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, char *out, size_t len);
 #endif

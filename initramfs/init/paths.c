@@ -29,7 +29,7 @@ static bool path_allowed(const char *p)
 
 int paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size_t elen)
 {
-	char one[PATH_LEN];
+	char one[PATH_LEN], key[PATH_LEN];
 	size_t len, used;
 	const char *s = list, *c;
 	int n = 0, i;
@@ -58,7 +58,8 @@ int paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size
 			c += cl;
 		}
 		one[used] = '\0';
-		if (!bad && (used == 0 || !path_allowed(one)))
+		/* a path without a name in the store (paths_key: each '/' takes 3 bytes there) could not persist */
+		if (!bad && (used == 0 || !path_allowed(one) || paths_key(one, key, sizeof(key)) != 0))
 			bad = true;
 		for (dup = false, i = 0; !bad && i < n; i++)
 			dup |= strcmp(out[i], one) == 0;
@@ -70,7 +71,7 @@ int paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size
 					 s);
 		} else if (!dup && n < max) {
 			memcpy(out[n++], one, used + 1);
-		} else if (!dup && elen > strlen(err)) {
+		} else if (!dup && elen && elen > strlen(err)) { /* no err to read when elen is 0 */
 			size_t el = strlen(err);
 
 			snprintf(err + el, elen - el, "%s'%s' (more than %d paths)", el ? ", " : "", one, max);
@@ -118,7 +119,7 @@ int paths_select(struct plan *p, const char *vdir)
 	}
 	p->npaths = paths_parse(text, p->paths, MAX_PATHS, err, sizeof(err));
 	if (err[0])
-		msg("persistence: %s: ignored (not an absolute path of the live root, or under /proc, /sys, /dev, /run): %s",
+		msg("persistence: %s: ignored (not an absolute path of the live root, under /proc, /sys, /dev, /run, or too long): %s",
 		    from, err);
 	if (p->npaths == 0)
 		msg("persistence: %s names no usable path: everything persists", from);

@@ -24,6 +24,21 @@
 #define MAX_PARTS 32
 #define MAX_NAMED 256 /* block devices searched for a named store */
 
+void ext_sb_parse(const unsigned char b[1024], struct sb *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (le16(b + 0x38) != 0xEF53)
+		return;
+	s->ext = 1;
+	s->recover = (le32(b + 0x60) & 0x4) != 0;
+	s->errors = (le16(b + 0x3a) & 0x2) != 0;
+	memcpy(s->label, b + 0x78, 16);
+	s->label[16] = '\0';
+	text_fmt(s->uuid, sizeof(s->uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0x68], b[0x69], b[0x6a], b[0x6b], b[0x6c], b[0x6d], b[0x6e], b[0x6f], b[0x70], b[0x71], b[0x72],
+		 b[0x73], b[0x74], b[0x75], b[0x76], b[0x77]);
+}
+
 int store_read_sb(const char *dev, struct sb *s)
 {
 	unsigned char b[1024];
@@ -36,17 +51,16 @@ int store_read_sb(const char *dev, struct sb *s)
 	n = pread(fd, b, sizeof(b), 1024);
 	if (close(fd) != 0 || n != (ssize_t)sizeof(b))
 		return -1;
-	if (le16(b + 0x38) != 0xEF53)
-		return 0;
-	s->ext = 1;
-	s->recover = (le32(b + 0x60) & 0x4) != 0;
-	s->errors = (le16(b + 0x3a) & 0x2) != 0;
-	memcpy(s->label, b + 0x78, 16);
-	s->label[16] = '\0';
-	text_fmt(s->uuid, sizeof(s->uuid), "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0x68], b[0x69], b[0x6a], b[0x6b], b[0x6c], b[0x6d], b[0x6e], b[0x6f], b[0x70], b[0x71], b[0x72],
-		 b[0x73], b[0x74], b[0x75], b[0x76], b[0x77]);
+	ext_sb_parse(b, s);
 	return 0;
+}
+
+unsigned long long fat_cluster_bytes(const unsigned char boot[512])
+{
+	/* exFAT gives both as powers of two; its largest valid cluster is 32 MiB (shifts 9-12 and up to 25 in all) */
+	if (memcmp(boot + 3, "EXFAT   ", 8) == 0)
+		return boot[0x6c] < 13 && boot[0x6d] < 26 ? 1ULL << (boot[0x6c] + boot[0x6d]) : 0;
+	return (unsigned long long)le16(boot + 0x0b) * boot[0x0d];
 }
 
 /* Where the image file lies on the FAT/exFAT partition, if in one piece: *offset in bytes. The kernel's
@@ -60,12 +74,8 @@ static int file_extent(const char *part, int fd, unsigned long long fsize, unsig
 
 	if ((pfd = open(part, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
-	if (pread(pfd, boot, sizeof(boot), 0) == (ssize_t)sizeof(boot)) {
-		if (memcmp(boot + 3, "EXFAT   ", 8) == 0 && boot[0x6c] < 13 && boot[0x6d] < 26)
-			cluster = 1ULL << (boot[0x6c] + boot[0x6d]);
-		else
-			cluster = (unsigned long long)le16(boot + 0x0b) * boot[0x0d];
-	}
+	if (pread(pfd, boot, sizeof(boot), 0) == (ssize_t)sizeof(boot))
+		cluster = fat_cluster_bytes(boot);
 	if (close(pfd) != 0)
 		return -1;
 	if (file_block_run(fd, fsize, cluster, &bsz, &first, why, sizeof(why)) != 0) {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,43 +133,55 @@ int dir_names(const char *dir, char names[][DIR_NAME_LEN], const char *list[], i
 	return n;
 }
 
+int block_run(unsigned long long bytes, unsigned long long step, unsigned bsz, block_map_fn map, void *ctx,
+	      unsigned long long *first, char *why, size_t wlen)
+{
+	unsigned long long nblk, b, last, start, phys;
+
+	if (bytes == 0 || bsz == 0)
+		return text_err(why, wlen, bytes ? "no block size" : "empty");
+	step = step >= bsz && step % bsz == 0 ? step / bsz : 1;
+	nblk = bytes / bsz + (bytes % bsz != 0); /* (bytes + bsz - 1) / bsz would wrap near the top */
+	if (map(ctx, 0, &start) != 0)
+		return text_err(why, wlen, "no block map from its file system (FIBMAP: %s)", strerror(errno));
+	if (start == 0)
+		return text_err(why, wlen, "no block map from its file system (FIBMAP: no block for the start)");
+	/* No sum here may wrap: a wrapped block number could look like the next block of the run. */
+	for (b = 0;; b += step) {
+		last = step - 1 < nblk - 1 - b ? b + step - 1 : nblk - 1;
+		if (map(ctx, b, &phys) != 0 || phys < start || phys - start != b || map(ctx, last, &phys) != 0 ||
+		    phys < start || phys - start != last)
+			return text_err(why, wlen, "not one run of blocks (block %llu of the file)", b);
+		if (nblk - 1 - b < step)
+			break;
+	}
+	*first = start;
+	return 0;
+}
+
+/* FIBMAP takes and gives an int: a block past INT_MAX cannot be asked about. */
+static int fibmap(void *ctx, unsigned long long blk, unsigned long long *phys)
+{
+	int v = (int)blk;
+
+	if (blk > INT_MAX) {
+		errno = EFBIG;
+		return -1;
+	}
+	if (ioctl(*(int *)ctx, LIVE_FIBMAP, &v) != 0)
+		return -1;
+	*phys = v > 0 ? (unsigned long long)v : 0;
+	return 0;
+}
+
 int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,
 		   char *why, size_t wlen)
 {
-	unsigned long long nblk, b, last;
-	int start = 0, phys;
-
 	*bsz = 0;
-	if (bytes == 0) {
-		text_fmt(why, wlen, "empty");
-		return -1;
-	}
-	if (ioctl(fd, LIVE_FIGETBSZ, bsz) != 0 || *bsz <= 0) {
-		text_fmt(why, wlen, "no block size from its file system (%s)", *bsz > 0 ? "none" : strerror(errno));
-		return -1;
-	}
-	step = step >= (unsigned)*bsz && step % (unsigned)*bsz == 0 ? step / (unsigned)*bsz : 1;
-	nblk = (bytes + (unsigned)*bsz - 1) / (unsigned)*bsz;
-	if (ioctl(fd, LIVE_FIBMAP, &start) != 0) {
-		text_fmt(why, wlen, "no block map from its file system (FIBMAP: %s)", strerror(errno));
-		return -1;
-	}
-	if (start <= 0) {
-		text_fmt(why, wlen, "no block map from its file system (FIBMAP: no block for the start)");
-		return -1;
-	}
-	for (b = 0; b < nblk; b += step) {
-		last = b + step - 1 < nblk - 1 ? b + step - 1 : nblk - 1;
-		phys = (int)b;
-		if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 && (unsigned long long)phys == (unsigned long long)start + b) {
-			phys = (int)last;
-			if (ioctl(fd, LIVE_FIBMAP, &phys) == 0 &&
-			    (unsigned long long)phys == (unsigned long long)start + last)
-				continue;
-		}
-		text_fmt(why, wlen, "not one run of blocks (block %llu of the file)", b);
-		return -1;
-	}
-	*first = (unsigned long long)start;
-	return 0;
+	if (bytes == 0)
+		return text_err(why, wlen, "empty");
+	if (ioctl(fd, LIVE_FIGETBSZ, bsz) != 0 || *bsz <= 0)
+		return text_err(why, wlen, "no block size from its file system (%s)",
+				*bsz > 0 ? "none" : strerror(errno));
+	return block_run(bytes, step, (unsigned)*bsz, fibmap, &fd, first, why, wlen);
 }

@@ -26,4 +26,10 @@ int dir_names(const char *dir, char names[][DIR_NAME_LEN], const char *list[], i
  * the reason in why. */
 int file_block_run(int fd, unsigned long long bytes, unsigned long long step, int *bsz, unsigned long long *first,
 		   char *why, size_t wlen);
+/* A file's block map: the device block of file block blk in *phys (0: none, a hole), 0; or -1 (errno) when it
+ * cannot be asked. */
+typedef int (*block_map_fn)(void *ctx, unsigned long long blk, unsigned long long *phys);
+/* file_block_run's walk over a block map, for bsz-byte blocks (0 is refused). */
+int block_run(unsigned long long bytes, unsigned long long step, unsigned bsz, block_map_fn map, void *ctx,
+	      unsigned long long *first, char *why, size_t wlen);
 #endif

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
-# The C style of .clang-format (clang-format 14) holds for the init (initramfs/init) and its tests: each file
-# is exactly what clang-format writes, else it is named with the lines that differ. Both sides: a copy of a
-# file with its indentation broken must be refused by the same check.
+# The C style of .clang-format (clang-format 14) holds for the init (initramfs/init), its tests and its fuzz
+# targets: each file is exactly what clang-format writes, else it is named with the lines that differ. Both sides:
+# a copy of a file with its indentation broken must be refused by the same check.
 set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -18,7 +18,7 @@ formatted() { # formatted FILE: 0 when clang-format leaves it as it is (the styl
 
 cd "$TOP"
 n=0
-for f in initramfs/init/*.[ch] tests/unit/init-*.c tests/unit/init-test.h; do
+for f in initramfs/init/*.[ch] tests/unit/init-*.c tests/unit/init-test.h tests/fuzz/init-*.c; do
 	if formatted "$f"; then
 		n=$((n + 1))
 	else

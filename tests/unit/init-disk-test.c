@@ -1,5 +1,6 @@
 /* Unit tests: partition tables and the sysfs block listing (disk.c) against a fake sysfs and a disk image
- * made here: the disk of a partition, the listing, the MBR and GPT PARTUUIDs the way the kernel numbers them. */
+ * made here: the disk of a partition, the listing, the MBR and GPT PARTUUIDs the way the kernel numbers them, and
+ * the pure reader of those sectors (part_uuid_from, gpt_entry_offset) on headers that point out of range. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -45,6 +46,73 @@ static void write_disk(const unsigned char *img, size_t len)
 	snprintf(path, sizeof(path), "%s/vda", devdir);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK(fd >= 0 && write(fd, img, len) == (ssize_t)len && close(fd) == 0, "write the disk image");
+}
+
+/* part_uuid_from's reader over an image in memory (ctx: its 4 sectors) */
+static int read_mem(void *ctx, unsigned long long at, unsigned char e[128])
+{
+	if (at > 4 * 512 - 128)
+		return -1;
+	memcpy(e, (const unsigned char *)ctx + at, 128);
+	return 0;
+}
+
+static int read_none(void *ctx, unsigned long long at, unsigned char e[128])
+{
+	(void)ctx;
+	(void)at;
+	(void)e;
+	return -1;
+}
+
+/* The pure readers on the GPT of img (entries at LBA 2, 4 of 128 bytes): the entry found, and headers that ask
+ * for what is not there or for an offset that would wrap. */
+static void test_gpt_bytes(const unsigned char *img)
+{
+	unsigned char hdr[512];
+	unsigned long long at;
+	char uuid[40];
+	int i;
+
+	CHECK(part_uuid_from(img, img + 512, 512, 2, read_mem, (void *)img, uuid, sizeof(uuid)) == 0,
+	      "GPT PARTUUID from memory");
+	CHECK_STR(uuid, "13121110-1514-1716-1819-1a1b1c1d1e1f");
+	CHECK(part_uuid_from(img, img + 512, 512, 2, read_none, NULL, uuid, sizeof(uuid)) == -1,
+	      "an entry that cannot be read: no PARTUUID");
+	CHECK(part_uuid_from(img, NULL, 512, 2, read_none, NULL, uuid, sizeof(uuid)) == 0,
+	      "no GPT header read: the MBR's PARTUUID");
+	CHECK_STR(uuid, "12345678-02");
+	CHECK(gpt_entry_offset(img + 512, 512, 2, &at) == 0 && at == 1024 + 128, "entry 2 at byte 1152: %llu", at);
+	CHECK(gpt_entry_offset(img + 512, 4096, 1, &at) == 0 && at == 8192, "4K blocks: entry 1 at 8192: %llu", at);
+	CHECK(gpt_entry_offset(img + 512, 512, 5, &at) == -1, "entry 5 of 4 is refused");
+	CHECK(gpt_entry_offset(img + 512, 512, 0, &at) == -1, "entry 0 is refused");
+	memcpy(hdr, img + 512, 512);
+	hdr[84] = 64;
+	CHECK(gpt_entry_offset(hdr, 512, 1, &at) == -1, "entries under 128 bytes are refused");
+	CHECK(part_uuid_from(img, hdr, 512, 1, read_mem, (void *)img, uuid, sizeof(uuid)) == -1,
+	      "a GPT with entries under 128 bytes: no PARTUUID");
+	/* entries at LBA 2^55: 2^55 * 512 wraps to 0, where the old sum read the MBR as entry 1 */
+	memcpy(hdr, img + 512, 512);
+	memset(hdr + 72, 0, 8);
+	hdr[78] = 0x80;
+	CHECK(gpt_entry_offset(hdr, 512, 1, &at) == -1, "an entry LBA that wraps when multiplied is refused: %llu", at);
+	/* 2^62 in bytes fits; entry 2^32-1 of 2^32-1 bytes after it does not */
+	hdr[78] = 0x20; /* LBA 2^53 */
+	CHECK(gpt_entry_offset(hdr, 512, 1, &at) == 0 && at == 1ULL << 62, "LBA 2^53: byte 2^62: %llu", at);
+	for (i = 80; i < 88; i++)
+		hdr[i] = 0xff;
+	CHECK(gpt_entry_offset(hdr, 512, 0xffffffffUL, &at) == -1, "an offset past what an off_t holds is refused");
+	CHECK(gpt_entry_offset(hdr, ~0UL, 1, &at) == -1, "a block size that wraps the product is refused");
+	/* no 0xEE entry, or no "EFI PART": the MBR's signature-NN */
+	memcpy(hdr, img, 512);
+	hdr[446 + 4] = 0x83;
+	CHECK(part_uuid_from(hdr, img + 512, 512, 3, read_mem, (void *)img, uuid, sizeof(uuid)) == 0,
+	      "MBR without 0xEE");
+	CHECK_STR(uuid, "12345678-03");
+	memcpy(hdr, img + 512, 512);
+	hdr[0] = 'X';
+	CHECK(part_uuid_from(img, hdr, 512, 1, read_mem, (void *)img, uuid, sizeof(uuid)) == 0, "0xEE, no EFI PART");
+	CHECK_STR(uuid, "12345678-01");
 }
 
 static bool skip_vdb(const char *sysblock, const char *name)
@@ -127,6 +195,7 @@ int main(void)
 	write_disk(img, sizeof(img));
 	CHECK(disk_part_uuid(sys, devdir, "vda2", uuid, sizeof(uuid)) == 0, "GPT PARTUUID");
 	CHECK_STR(uuid, "13121110-1514-1716-1819-1a1b1c1d1e1f");
+	test_gpt_bytes(img);
 	img[510] = 0;
 	write_disk(img, sizeof(img));
 	CHECK(disk_part_uuid(sys, devdir, "vda2", uuid, sizeof(uuid)) == -1, "no MBR signature: no PARTUUID");

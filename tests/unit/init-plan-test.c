@@ -378,6 +378,22 @@ static void test_persist(void)
 		      strstr(err, "'/a/../etc'"),
 	      "bad ones named: %s", err);
 
+	{ /* 84 levels of "/ab" fit a path (252 bytes) but not its name in the store (3 bytes a slash): refused */
+		char deep[300] = "";
+		int i;
+
+		for (i = 0; i < 84; i++)
+			strcat(deep, "/ab");
+		n = paths_parse(deep, paths, MAX_PATHS, err, sizeof(err));
+		CHECK(n == 0 && err[0] == '\'', "a path whose store name is too long is refused: %d, %s", n, err);
+		strcpy(deep + 3 * 50, ",/b");
+		n = paths_parse(deep, paths, MAX_PATHS, err, sizeof(err));
+		CHECK(n == 2 && strcmp(paths[1], "/b") == 0 && err[0] == '\0',
+		      "50 levels fit (a store name of 247 bytes): %d, %s", n, err);
+		/* no error buffer: the paths past max are dropped without one */
+		n = paths_parse("/a,/b,/c", paths, 1, NULL, 0);
+		CHECK(n == 1 && strcmp(paths[0], "/a") == 0, "elen 0: nothing read from or written to err: %d", n);
+	}
 	CHECK(paths_key("/etc/ssh", key, sizeof(key)) == 0, "key");
 	CHECK_STR(key, "etc%2Fssh");
 	CHECK(paths_key("/a%b", key, sizeof(key)) == 0 && strcmp(key, "a%25b") == 0, "%% escaped: %s", key);

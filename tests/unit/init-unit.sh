@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases, the
-# store's meta file) and of disk.c (partition tables, sysfs listing) against a fake sysfs; built with gcc, run plain
-# and under ASan+UBSan.
+# store's meta file), of disk.c (partition tables, sysfs listing) against a fake sysfs and of the store's readers of
+# untrusted disks (superblocks, boot sectors, block maps); built with gcc, run plain and under ASan+UBSan.
 set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -12,11 +12,13 @@ mkdir -p "$B"
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
 
-for t in cmdline plan disk modalias meta; do
+for t in cmdline plan disk store modalias meta; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
 	modalias) srcs=("$SRC/modalias.c") ;;
 	meta) srcs=("$SRC/meta.c" "$SRC/text.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+	store) srcs=("$SRC/store.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/modload.c" "$SRC/modalias.c" "$SRC/text.c"
+		"$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/text.c"
 		"$SRC/util.c" "$SRC/log.c") ;;
 	esac
