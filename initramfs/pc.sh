@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Build-host stage of the pc flavour's initramfs: the same init, busybox and e2fsck as out/initramfs.img, plus
 # the modules of initramfs/pc-modules (with their dependencies) from Debian's kernel, modules.alias/modules.dep
-# regenerated for that subset (depmod -b), and our overlay.ko -> out/pc/initramfs.img.
+# regenerated for that subset (depmod -b), and our overlay.ko and squashfs.ko -> out/pc/initramfs.img.
 # The init loads them at boot (initramfs/init/modload.c). Sourced by build.sh after kernel/pc.sh and initramfs.sh.
 
 PC_INITRAMFS_MAX=$((8 * 1024 * 1024))
@@ -37,6 +37,7 @@ pc_initramfs_tree() {
 	rm -f "$d/lib/modules/$rel"/modules.*.bin "$d/lib/modules/$rel"/modules.builtin.modinfo
 	sed -e 's/#.*//' "$TOP/initramfs/pc-modules" | awk '$2 == "preload" { print $1 }' >"$d/etc/liveunion-modules.preload"
 	cp "$OUT/pc/overlay.ko" "$d/lib/liveunion/overlay.ko"
+	cp "$OUT/pc/squashfs.ko" "$d/lib/liveunion/squashfs.ko"
 	n=$(wc -l <"$d/paths")
 	log "  $n modules for the pc initramfs ($(grep -c . "$d/lib/modules/$rel/modules.alias") aliases)"
 }
@@ -60,7 +61,7 @@ stage_pcinitramfs() {
 	[ -x "$OUT/initramfs/init" ] || die "no $OUT/initramfs/init: run the initramfs stage first"
 	gen=$(initramfs_gen_cpio)
 	h=$(printf '%s\n' "$rel" "$(hash_of "$TOP/initramfs/pc.sh" "$TOP/initramfs/pc-modules" "$OUT/initramfs/init" \
-		"$OUT/pc/overlay.ko" "$OUT/initramfs/list" "$gen")" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
+		"$OUT/pc/overlay.ko" "$OUT/pc/squashfs.ko" "$OUT/initramfs/list" "$gen")" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
 	if stage_done pcinitramfs "$h" && [ -f "$img" ]; then
 		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
 		return 0

@@ -4,6 +4,7 @@
 #   out/pc/ABI/root/             the packages unpacked (dpkg-deb -x): boot/vmlinuz-ABI, lib/modules/ABI/, the headers
 #   out/pc/vmlinuz               Debian's signed kernel, as it is
 #   out/pc/overlay.ko            fs/overlayfs of linux-source-6.12 + kernel/patches/series, built against the headers
+#   out/pc/squashfs.ko           fs/squashfs the same way (kernel/patches/0003: a UUID per squashfs)
 #   out/pc/release               the kernel release (ABI), read by initramfs/pc.sh and rootfs/debian.sh
 # Sourced by build.sh (log, die, hash_of, stage_done, stage_mark, OUT, TOP, JOBS, KERNEL_SRC from kernel/kernel.sh).
 
@@ -46,44 +47,51 @@ pc_check_source() {
 	[ -f "$KERNEL_SRC" ] || die "the pc flavour builds overlayfs from the tarball $KERNEL_SRC, which does not exist"
 }
 
-# pc_overlay ROOT WORK: fs/overlayfs (+ fs/internal.h it includes) from the tarball, the patch queue, an external
-# module build against the unpacked headers; prints the path of the stripped overlay.ko. The patch queue applies
-# to this partial tree: a patch outside fs/overlayfs cannot ship as this module and stops the pc build, named.
-pc_overlay() {
-	local root=$1 w=$2 hdr mk
+# PC_OURS: the file systems the patch queue touches, each built as our own module from linux-source-6.12 and
+# loaded in place of Debian's (initramfs/init/modload.c; Debian's stays the fallback when ours is refused).
+PC_OURS=(overlayfs:overlay:CONFIG_OVERLAY_FS squashfs:squashfs:CONFIG_SQUASHFS) # directory:module:Kconfig symbol
+# pc_modules ROOT WORK: fs/overlayfs and fs/squashfs (+ fs/internal.h) from the tarball, the patch queue, an
+# external module build of each against the unpacked headers; the stripped modules end in WORK/NAME.ko. The
+# patch queue applies to this partial tree: a patch outside these directories cannot ship as a module and stops
+# the pc build, named.
+pc_modules() {
+	local root=$1 w=$2 hdr mk e dir name cfg
 	rm -rf "$w"
 	mkdir -p "$w"
-	tar -xf "$KERNEL_SRC" -C "$w" --strip-components=1 --wildcards '*/fs/overlayfs/*' '*/fs/internal.h' '*/usr/gen_init_cpio.c' ||
-		die "cannot unpack fs/overlayfs from $KERNEL_SRC"
+	tar -xf "$KERNEL_SRC" -C "$w" --strip-components=1 --wildcards '*/fs/overlayfs/*' '*/fs/squashfs/*' \
+		'*/fs/internal.h' '*/usr/gen_init_cpio.c' || die "cannot unpack fs/overlayfs and fs/squashfs from $KERNEL_SRC"
 	kernel_apply_patches "$w" >&2
 	hdr=$root/usr/src/linux-headers-$PC_RELEASE
 	# Debian's header Makefile includes the common half by its absolute /usr/src path: point it at ours.
 	sed -i "s|^include /usr/src/|include $root/usr/src/|" "$hdr/Makefile" || die "cannot edit $hdr/Makefile"
-	mk=(make -C "$hdr" M="$w/fs/overlayfs" CONFIG_OVERLAY_FS=m -j"$JOBS" KBUILD_BUILD_TIMESTAMP="@$SOURCE_DATE_EPOCH")
-	"${mk[@]}" modules >"$w/make.log" 2>&1 || { tail -n 20 "$w/make.log" >&2; die "building overlay.ko against $hdr failed (log: $w/make.log)"; }
-	strip --strip-debug "$w/fs/overlayfs/overlay.ko" || die "strip overlay.ko failed"
-	printf '%s\n' "$w/fs/overlayfs/overlay.ko"
+	for e in "${PC_OURS[@]}"; do
+		IFS=: read -r dir name cfg <<<"$e"
+		mk=(make -C "$hdr" M="$w/fs/$dir" "$cfg=m" -j"$JOBS" KBUILD_BUILD_TIMESTAMP="@$SOURCE_DATE_EPOCH")
+		"${mk[@]}" modules >"$w/make-$name.log" 2>&1 ||
+			{ tail -n 20 "$w/make-$name.log" >&2; die "building $name.ko against $hdr failed (log: $w/make-$name.log)"; }
+		strip --strip-debug "$w/fs/$dir/$name.ko" || die "strip $name.ko failed"
+		cp "$w/fs/$dir/$name.ko" "$w/$name.ko" || die "cannot copy $name.ko"
+	done
 }
-
 # pc_check_vermagic OURS KERNELMODULE: the same vermagic, or the kernel refuses ours at boot anyway.
 pc_check_vermagic() {
 	local ours theirs
 	ours=$(modinfo -F vermagic "$1") || die "modinfo $1 failed"
 	theirs=$(modinfo -F vermagic "$2") || die "modinfo $2 failed"
 	[ "$ours" = "$theirs" ] ||
-		die "our overlay.ko has vermagic '$ours', Debian's kernel $PC_RELEASE wants '$theirs' ($2): the headers do not match the kernel"
-	log "  overlay.ko vermagic matches the kernel: $ours"
+		die "our $(basename "$1") has vermagic '$ours', Debian's kernel $PC_RELEASE wants '$theirs' ($2): the headers do not match the kernel"
+	log "  $(basename "$1") vermagic matches the kernel: $ours"
 }
 
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_pckernel() {
-	local d=$OUT/pc h root f ko
+	local d=$OUT/pc h root f e dir name
 	PATH=$PATH:/usr/sbin:/sbin
 	if ! command -v modinfo >/dev/null || ! command -v pahole >/dev/null; then
 		need_pkgs "${PC_PKGS[@]}"
 	fi
 	h=$(printf '%s %s\n%s\n' "$PC_RELEASE" "$PC_KERNEL_DEBVER" "$(hash_of "$TOP/kernel/patches" "$TOP/kernel/pc.sh")" | sha256sum | cut -c1-16)
-	if stage_done pckernel "$h" && [ -f "$d/vmlinuz" ] && [ -f "$d/overlay.ko" ]; then
+	if stage_done pckernel "$h" && [ -f "$d/vmlinuz" ] && [ -f "$d/overlay.ko" ] && [ -f "$d/squashfs.ko" ]; then
 		STAGE_NOTE="cached $h, $PC_RELEASE"
 		return 0
 	fi
@@ -101,13 +109,19 @@ stage_pckernel() {
 		touch "$root.done"
 	fi
 	[ -f "$root/boot/vmlinuz-$PC_RELEASE" ] || die "no boot/vmlinuz-$PC_RELEASE in linux-image-$PC_RELEASE"
-	ko=$(pc_overlay "$root" "$d/overlay-build") || exit 1
-	pc_check_vermagic "$ko" "$root/lib/modules/$PC_RELEASE/kernel/fs/overlayfs/overlay.ko.xz"
+	pc_modules "$root" "$d/modules-build"
+	for e in "${PC_OURS[@]}"; do
+		IFS=: read -r dir name _ <<<"$e"
+		pc_check_vermagic "$d/modules-build/$name.ko" "$root/lib/modules/$PC_RELEASE/kernel/fs/$dir/$name.ko.xz"
+	done
 	# The initramfs stage packs with the kernel's cpio generator; a pc-only build has no tiny kernel stage to make it.
-	cc -O2 -o "$d/gen_init_cpio" "$d/overlay-build/usr/gen_init_cpio.c" || die "cannot compile usr/gen_init_cpio.c"
-	cp "$ko" "$d/overlay.ko.tmp" && mv "$d/overlay.ko.tmp" "$d/overlay.ko"
+	cc -O2 -o "$d/gen_init_cpio" "$d/modules-build/usr/gen_init_cpio.c" || die "cannot compile usr/gen_init_cpio.c"
+	for e in "${PC_OURS[@]}"; do
+		IFS=: read -r _ name _ <<<"$e"
+		cp "$d/modules-build/$name.ko" "$d/$name.ko.tmp" && mv "$d/$name.ko.tmp" "$d/$name.ko"
+	done
 	cp "$root/boot/vmlinuz-$PC_RELEASE" "$d/vmlinuz.tmp" && mv "$d/vmlinuz.tmp" "$d/vmlinuz"
 	printf '%s\n' "$PC_RELEASE" >"$d/release"
 	stage_mark pckernel "$h"
-	STAGE_NOTE="$PC_RELEASE, vmlinuz $(du -k "$d/vmlinuz" | cut -f1) KiB, overlay.ko $(du -k "$d/overlay.ko" | cut -f1) KiB"
+	STAGE_NOTE="$PC_RELEASE, vmlinuz $(du -k "$d/vmlinuz" | cut -f1) KiB, overlay.ko $(du -k "$d/overlay.ko" | cut -f1) KiB, squashfs.ko $(du -k "$d/squashfs.ko" | cut -f1) KiB"
 }

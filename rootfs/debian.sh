@@ -170,6 +170,7 @@ debian_kernel_tree() {
 		cp -a "$OUT/pc/$rel/root/lib/modules/$rel" "$t/usr/lib/modules/" || die "cannot copy the modules of $rel"
 		rm -f "$t/usr/lib/modules/$rel/build" "$t/usr/lib/modules/$rel/source"
 		install -D -m 0644 "$OUT/pc/overlay.ko" "$t/usr/lib/modules/$rel/updates/overlay.ko"
+		install -D -m 0644 "$OUT/pc/squashfs.ko" "$t/usr/lib/modules/$rel/updates/squashfs.ko"
 		PATH=$PATH:/usr/sbin:/sbin depmod -b "$t" "$rel" || die "depmod -b $t $rel failed"
 	fi
 	rm -f "$t/etc/os-release"
@@ -191,7 +192,7 @@ debian_layer() {
 	rootfs_man
 	h=$(printf '%s\n%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
 		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" \
-		"$PFLAVOUR $([ "$PFLAVOUR" != pc ] || hash_of "$OUT/pc/release" "$OUT/pc/overlay.ko")" | sha256sum | cut -c1-16)
+		"$PFLAVOUR $([ "$PFLAVOUR" != pc ] || hash_of "$OUT/pc/release" "$OUT/pc/overlay.ko" "$OUT/pc/squashfs.ko")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0

@@ -19,6 +19,7 @@
 #include "modalias.h"
 
 #define OUR_OVERLAY "/lib/liveunion/overlay.ko"
+#define OUR_SQUASHFS "/lib/liveunion/squashfs.ko"
 #define PRELOAD "/etc/liveunion-modules.preload"
 #define MAX_MATCH 16
 #define MAX_ORDER 64
@@ -276,34 +277,37 @@ static void uevent_open(void)
 }
 
 /* Ours carries kernel/patches; the kernel's own is the fallback when ours is refused (Secure Boot lockdown
- * without our key enrolled: EPERM, EKEYREJECTED). */
-static void load_overlay(void)
+ * without our key enrolled: EPERM, EKEYREJECTED). what (may be NULL) says which one runs. */
+static void load_ours(const char *name, const char *fs, const char *ours, const char *without, char *what, size_t wlen)
 {
-	int m = mod_find(&ix, "overlay"), e;
+	int m = mod_find(&ix, name), e;
+	char dummy[8];
 
-	e = finit_path(OUR_OVERLAY, 0);
+	if (!what) {
+		what = dummy;
+		wlen = sizeof(dummy);
+	}
+	e = finit_path(ours, 0);
 	if (e == 0) {
-		snprintf(overlay_what, sizeof(overlay_what), "ours (" OUR_OVERLAY ")");
-		msg("overlayfs: loaded our overlay.ko (" OUR_OVERLAY ", with kernel/patches)");
+		snprintf(what, wlen, "ours (%s)", ours);
+		msg("%s: loaded our %s.ko (%s, with kernel/patches)", fs, name, ours);
 		if (m >= 0)
 			state[m] = M_LOADED; /* the kernel's own must not be loaded on top */
 		return;
 	}
-	msg("WARNING: our overlay.ko was refused (%s): using the kernel's own overlay module; without our patch "
-	    "NAME_MAX on / is 256, not 255",
-	    strerror(e));
+	msg("WARNING: our %s.ko was refused (%s): using the kernel's own %s module; without our patch %s", name,
+	    strerror(e), name, without);
 	if (m < 0) {
-		msg("overlayfs: the initramfs has no kernel overlay module either; mounting / will fail");
-		snprintf(overlay_what, sizeof(overlay_what), "none (ours refused: %s)", strerror(e));
+		msg("%s: the initramfs has no kernel %s module either; mounting it will fail", fs, name);
+		snprintf(what, wlen, "none (ours refused: %s)", strerror(e));
 		return;
 	}
-	if (load(m, "overlayfs") == 0) {
-		snprintf(overlay_what, sizeof(overlay_what), "kernel's %s (ours refused: %s)", ix.entry[m].path,
-			 strerror(e));
-		msg("overlayfs: loaded the kernel's %s", ix.entry[m].path);
+	if (load(m, fs) == 0) {
+		snprintf(what, wlen, "kernel's %s (ours refused: %s)", ix.entry[m].path, strerror(e));
+		msg("%s: loaded the kernel's %s", fs, ix.entry[m].path);
 	} else {
-		snprintf(overlay_what, sizeof(overlay_what), "none (ours refused: %s; the kernel's failed: %s)",
-			 strerror(e), strerror(fail_errno_of[m]));
+		snprintf(what, wlen, "none (ours refused: %s; the kernel's failed: %s)", strerror(e),
+			 strerror(fail_errno_of[m]));
 	}
 }
 
@@ -358,7 +362,12 @@ void modload_start(void)
 	active = 1;
 	msg("modules: %d in the initramfs for kernel %s, %d aliases", ix.nentry, u.release, ix.nalias);
 	uevent_open();
-	load_overlay();
+	load_ours("overlay", "overlayfs", OUR_OVERLAY, "NAME_MAX on / is 256, not 255", overlay_what,
+		  sizeof(overlay_what));
+	load_ours(
+		"squashfs", "squashfs", OUR_SQUASHFS,
+		"squashfs layers have no UUID, so overlayfs keeps no copy-up origins and no index with several of them",
+		NULL, 0);
 	preload();
 	coldplug();
 	drain_uevents();

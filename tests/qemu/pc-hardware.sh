@@ -25,6 +25,10 @@ require qemu-starts vm_start pc-hardware cd-bios "$iso" "${hw[@]}"
 require login-as-live-user-then-sudo profile_login
 vm_note "qemu start to root shell: $(($(now_ms) - VM_T0)) ms"
 check init-loaded-our-overlay log_has 'liveunion: overlayfs: loaded our overlay.ko'
+check init-loaded-our-squashfs log_has 'liveunion: squashfs: loaded our squashfs.ko'
+# the running modules are ours: built out of tree (M=), the kernel marks them O in their taint; Debian's have none
+check running-squashfs-is-ours vm_fact 'cat /sys/module/squashfs/taint' OE
+check running-overlay-is-ours vm_fact 'cat /sys/module/overlay/taint' OE
 check no-module-failed log_lacks 'liveunion: module [^ ]+ \(for .*\) failed to load'
 check nproc-is-4 vm_fact nproc 4
 check plan-names-flavour vm_run 'liveunion status | grep -E "^  kernel"'
@@ -65,6 +69,9 @@ require qemu-starts-locked-down vm_start pc-hardware-lockdown kernel "" -kernel 
 require login-locked-down profile_login
 check refused-warning log_has 'liveunion: WARNING: our overlay.ko was refused \(Operation not permitted\): using the kernel.s own overlay module; without our patch NAME_MAX on / is 256, not 255'
 check kernel-overlay-loaded log_has 'liveunion: overlayfs: loaded the kernel.s kernel/fs/overlayfs/overlay.ko.xz'
+check squashfs-refused-warning log_has 'liveunion: WARNING: our squashfs.ko was refused \(Operation not permitted\): using the kernel.s own squashfs module'
+check kernel-squashfs-loaded log_has 'liveunion: squashfs: loaded the kernel.s kernel/fs/squashfs/squashfs.ko.xz'
+check running-squashfs-is-debians vm_fact 'cat /sys/module/squashfs/taint; echo end' end
 check lockdown-active vm_run 'cat /sys/kernel/security/lockdown'
 check lockdown-integrity out_has '\[integrity\]'
 check plan-overlay-kernels vm_run 'liveunion status | grep -E "^  kernel.overlay"'
