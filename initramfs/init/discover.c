@@ -14,7 +14,7 @@
 #include "modload.h"
 #include "util.h"
 
-#define MAX_SEEN 64
+#define MAX_SEEN 256
 #define POLL_MS 100
 
 struct seen {

@@ -67,20 +67,29 @@ int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *s
 	char dir[512];
 	DIR *d;
 	struct dirent *e;
-	int n = 0;
+	static bool said_full;
+	int n = 0, left = 0;
 
 	if (disk ? path_fmt(dir, sizeof(dir), "%s/%s", sysblock, disk) : path_fmt(dir, sizeof(dir), "%s", sysblock))
 		return -1;
 	if (!(d = opendir(dir)))
 		return fail(errno, "open %s", dir);
-	while ((e = readdir(d)) != NULL && n < max) {
+	while ((e = readdir(d)) != NULL) {
 		if (e->d_name[0] == '.' || strlen(e->d_name) >= DISK_NAME_LEN)
 			continue;
 		if (disk && (strncmp(e->d_name, disk, strlen(disk)) != 0 || !disk_is_partition(sysblock, e->d_name)))
 			continue;
 		if (skip && skip(sysblock, e->d_name))
 			continue;
+		if (n == max) {
+			left++;
+			continue;
+		}
 		memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
+	}
+	if (left && !said_full) { /* said once: the callers poll */
+		said_full = true;
+		msg("more than %d block devices in %s: %d left out of this search", max, dir, left);
 	}
 	if (closedir(d) != 0)
 		return fail(errno, "close %s", dir);

@@ -18,7 +18,8 @@ bool disk_is_partition(const char *sysblock, const char *name);
 /* The whole disk a block device (a name or a /dev path) belongs to: sda for sda1 and for sda. */
 int disk_of(const char *sysblock, const char *dev, char *disk, size_t len);
 /* The names in sysblock, sorted by name: every block device (disk NULL) or the partitions of disk, those
- * that skip (may be NULL) passes over left out. At most max; -1 with fail() set when sysblock cannot be read. */
+ * that skip (may be NULL) passes over left out. At most max (more is said once on the console); -1 with fail()
+ * set when sysblock cannot be read. */
 int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *sysblock, const char *name),
 	      char names[][DISK_NAME_LEN], int max);
 /* The 512-byte MBR of the open device fd: 0 when it has the 55 AA signature, else -1. */

@@ -245,9 +245,6 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 				text_fmt(s->what, sizeof(s->what), "%s (%s)", first, spec);
 				return 1;
 			}
-			if (n == MAX_NAMED && waited == 0)
-				msg("persistence: more than %d block devices: only the first %d by name were searched",
-				    MAX_NAMED, MAX_NAMED);
 			if (waited >= p->timeout * 4)
 				break;
 			if (waited == 0)
