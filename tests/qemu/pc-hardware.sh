@@ -71,7 +71,7 @@ check refused-warning log_has 'liveunion: WARNING: our overlay.ko was refused \(
 check kernel-overlay-loaded log_has 'liveunion: overlayfs: loaded the kernel.s kernel/fs/overlayfs/overlay.ko.xz'
 check squashfs-refused-warning log_has 'liveunion: WARNING: our squashfs.ko was refused \(Operation not permitted\): using the kernel.s own squashfs module'
 check kernel-squashfs-loaded log_has 'liveunion: squashfs: loaded the kernel.s kernel/fs/squashfs/squashfs.ko.xz'
-check running-squashfs-is-debians vm_fact 'cat /sys/module/squashfs/taint; echo end' end
+check running-squashfs-is-debians vm_fact 'echo "taint=[$(cat /sys/module/squashfs/taint)]"' 'taint=[]'
 check lockdown-active vm_run 'cat /sys/kernel/security/lockdown'
 check lockdown-integrity out_has '\[integrity\]'
 check plan-overlay-kernels vm_run 'liveunion status | grep -E "^  kernel.overlay"'
