@@ -15,18 +15,26 @@ require hash-tree-located test -n "${voff:-}" -a "${vsize:-0}" -gt 8192
 # rescue_answers: the rescue shell is there and runs commands.
 # shellcheck disable=SC2317 # called through check
 rescue_answers() { vm_quiet && vm_fact 'echo "rescue $((6 * 7))"' 'rescue 42'; }
+# stops_in_rescue NAME ERE VM_START_ARGS...: that boot ends in the rescue shell after a console line matching ERE,
+# without a kernel panic, and the shell answers.
+stops_in_rescue() {
+	local n=$1 re=$2
+	shift 2
+	require "$n-boot" vm_start "bad-media-$n" "$@"
+	require "$n-rescue" vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+	check "$n-names-layer" log_has "$re"
+	check "$n-no-panic" log_lacks 'Kernel panic'
+	check "$n-rescue-answers" rescue_answers
+	vm_stop
+}
 
 # 1. The ISO cut in the middle of 10-base (a download or a copy that stopped): the layer cannot be read.
 cut=$PDIR/cut.iso
 head -c $(((off + size / 2) / 2048 * 2048)) "$ISO" >"$cut"
 # the kernel and initrd come from the whole ISO (a cut one may have lost them), the CD is the cut copy
-require cut-boot vm_start bad-media-cut none "" --keys "loglevel=4" -drive "file=$cut,if=ide,index=2,media=cdrom,readonly=on"
-require cut-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
-check cut-names-layer log_has '^liveunion: layer 10-base[: ].*(I/O error|Input/output error|short|beyond|truncat)'
+stops_in_rescue cut '^liveunion: layer 10-base[: ].*(I/O error|Input/output error|short|beyond|truncat)' \
+	none "" --keys "loglevel=4" -drive "file=$cut,if=ide,index=2,media=cdrom,readonly=on"
 check cut-step-failed log_has '^liveunion: step layers failed'
-check cut-no-panic log_lacks 'Kernel panic'
-check cut-rescue-answers rescue_answers
-vm_stop
 rm -f "$cut"
 
 # 2. One byte of 10-base's hash tree flipped (after its 4 KiB verity superblock): the top hash block no longer
@@ -34,12 +42,8 @@ rm -f "$cut"
 tree=$PDIR/tree.iso
 cp "$ISO" "$tree"
 require tree-byte-flipped flip_byte "$tree" $((voff + 4096 + 100))
-require tree-boot vm_start bad-media-tree cd-bios "$tree" --keys "loglevel=4"
-require tree-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
-check tree-names-layer log_has '^liveunion: layer 10-base \([^)]*10-base\.squashfs\): .*root hash.*(I/O error|Input/output error)'
-check tree-no-panic log_lacks 'Kernel panic'
-check tree-rescue-answers rescue_answers
-vm_stop
+stops_in_rescue tree '^liveunion: layer 10-base \([^)]*10-base\.squashfs\): .*root hash.*(I/O error|Input/output error)' \
+	cd-bios "$tree" --keys "loglevel=4"
 rm -f "$tree"
 
 # 3. Read errors on the medium (the ISO as a disk through blkdebug: EIO for every read of 10-base's third 4 KiB
@@ -51,14 +55,9 @@ errno = "5"
 sector = "$(((off + 8192) / 512))"
 once = "off"
 CONF
-require eio-boot vm_start bad-media-eio none "" --keys "loglevel=4" \
+stops_in_rescue eio '^liveunion: layer 10-base .*(I/O error|Input/output error)' none "" --keys "loglevel=4" \
 	-drive "file=blkdebug:$PDIR/medium-eio.conf:$ISO,if=virtio,format=raw,readonly=on"
-require eio-rescue vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
-check eio-names-layer log_has '^liveunion: layer 10-base .*(I/O error|Input/output error)'
 check eio-medium-found log_has 'medium .*/dev/vda'
-check eio-no-panic log_lacks 'Kernel panic'
-check eio-rescue-answers rescue_answers
-vm_stop
 
 # 4. Read errors on the store's superblock: the store is not used, and the message says which device could not
 # be read (not just "no store"); the system boots on tmpfs and nothing is written to the stick.
