@@ -313,11 +313,20 @@ static int run(const char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+static int check_failed(const struct store *s, const char *how, int rc, const char *left)
+{
+	msg("persistence: %s: e2fsck %s exit %d: errors that need a human (run e2fsck %s by hand); the store is "
+	    "%s and not mounted, changes go to tmpfs",
+	    s->what, how, rc, s->dev, left);
+	return -1;
+}
+
 /* -n first: it never writes, so a store with errors stays byte for byte as it was. Only a
  * journal that needs replaying (the normal state after a power cut) gets e2fsck -p. */
 int store_check(const struct store *s)
 {
 	const char *const ncheck[] = {E2FSCK, "-n", s->dev, NULL}, *const pcheck[] = {E2FSCK, "-p", s->dev, NULL};
+	const char *const fcheck[] = {E2FSCK, "-fn", s->dev, NULL};
 	struct sb sb;
 	int rc;
 
@@ -333,13 +342,18 @@ int store_check(const struct store *s)
 		    s->what, s->dev_ro ? "a read-only device cannot have" : "live.persist.ro does not do");
 		return -1;
 	}
-	rc = run(sb.recover && !s->ro ? pcheck : ncheck);
-	if (rc == 0 || (sb.recover && !s->ro && rc < 4))
-		return 0;
-	msg("persistence: %s: e2fsck %s exit %d: errors that need a human (run e2fsck %s by hand); the store is "
-	    "left untouched and not mounted, changes go to tmpfs",
-	    s->what, sb.recover && !s->ro ? "-p" : "-n", rc, s->dev);
-	return -1;
+	if (sb.recover) {
+		/* the journal replay marks the store clean without looking at the rest of it: after an unclean
+		 * shutdown the whole store is checked too, read-only (-fn), before anything mounts it */
+		if ((rc = run(pcheck)) >= 4)
+			return check_failed(s, "-p", rc, "left as e2fsck -p left it");
+		if (rc != 0)
+			msg("persistence: %s: e2fsck -p exit %d while replaying the journal (see above)", s->what, rc);
+		return (rc = run(fcheck)) == 0 ?
+			       0 :
+			       check_failed(s, "-fn (after the journal replay)", rc, "otherwise untouched");
+	}
+	return (rc = run(ncheck)) == 0 ? 0 : check_failed(s, "-n", rc, "left untouched");
 }
 
 void store_release(struct store *s, int loopfd, bool mounted)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); two disks with the named label are both refused; a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running; a store of a newer format is refused untouched, an older one upgraded; a write-protected stick's store is used read-only, or not at all with a journal to replay
+# summary: a damaged store is refused, also when a journal replay marked it clean; a stranger's disk labelled liveunion-rw is not used under auto (only when named, also when it is plugged in while the init waits); two disks with the named label are both refused; a store e2fsck cannot fix boots on tmpfs and stays byte for byte; a full store or tmpfs is announced and the system keeps running; a store of a newer format is refused untouched, an older one upgraded; a write-protected stick's store is used read-only, or not at all with a journal to replay
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 tag=$$
@@ -84,6 +84,25 @@ check bad-root-writable vm_run "echo w >/etc/w && cat /etc/w"
 check bad-store-not-mounted vm_none 'cat /proc/mounts' '/run/live/store '
 require bad-poweroff vm_poweroff
 check bad-store-byte-for-byte test "$sum" = "$(part_sum "$img")"
+
+# 2b. Damage behind a journal replay: the store was not cleanly unmounted (a journal to replay) and an inode is
+# broken. e2fsck -p only replays and calls the store clean; the init then checks all of it (-fn) and refuses it.
+img3=$PDIR/stick3.img
+require stick3-made make_stick "$img3" --persist-size 16M
+store_copy "$img3"
+debugfs -w -R "mkdir liveunion-v1" "$PDIR/store.fsck" >/dev/null 2>&1
+debugfs -w -R "write /etc/hostname liveunion-v1/f" "$PDIR/store.fsck" >/dev/null 2>&1
+ino=$(debugfs -R "stat liveunion-v1/f" "$PDIR/store.fsck" 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
+debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
+require journal-to-replay debugfs -w -R "feature needs_recovery" "$PDIR/store.fsck"
+require store3-damaged fails sh -c "e2fsck -fn '$PDIR/store.fsck' >/dev/null 2>&1"
+require store3-written-back store_put "$img3"
+require replay-boot vm_start persist-guards stick-bios "$img3" --direct
+require replay-login vm_login
+check replay-then-full-check log_has 'liveunion: persistence: /dev/sd[a-z]3 \(LABEL=liveunion-rw\): e2fsck -fn \(after the journal replay\) exit [0-9]+: errors that need a human \(run e2fsck /dev/sd[a-z]3 by hand\); the store is otherwise untouched and not mounted, changes go to tmpfs'
+check replay-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
+check replay-store-not-mounted vm_none 'cat /proc/mounts' '/run/live/store '
+require replay-poweroff vm_poweroff
 
 # 3. Full: the store (16M), then a tmpfs upper; a warning each time, and the shell still answers.
 img2=$PDIR/stick2.img
