@@ -158,17 +158,24 @@ synced_what() {
 	if [ "$n" -eq 0 ]; then echo "boot, no step synced yet"; else echo "synced through step $((n - 1)) (${STEP_NAME[n - 1]})"; fi
 }
 
+# pending FS: the ext4 image's journal needs replaying
+pending() {
+	local h
+	h=$(dumpe2fs -h "$1" 2>/dev/null) || return 2
+	grep -q '^Filesystem features:.*needs_recovery' <<<"$h"
+}
 # check_store IMAGE D WHAT: partition 3 of IMAGE replays its journal as the init's e2fsck -p would, then e2fsck
 # -fn finds nothing and every file expect_at D names is as the guest left it. Prints one line, fails with why.
 check_store() {
 	local image=$1 d=$2 what=$3 st=$PDIR/pt.img dir=$PDIR/pt.d rc journal=clean p spec i=0 errs='' sum n=0
 	part_read "$image" 3 "$st" || { echo "$what: cannot copy the store out"; return 1; }
-	if dumpe2fs -h "$st" 2>/dev/null | grep -q '^Filesystem features:.*needs_recovery'; then
+	# (no grep -q on a pipe: it stops reading, the writer dies of SIGPIPE and pipefail turns a match into a miss)
+	if pending "$st"; then
 		# -E journal_only: replay the journal and stop, as the init's e2fsck -p (or a mount) starts. Not with -f: that
 		# goes on into a full check, and with -y it would repair what the e2fsck -fn below is there to find.
 		e2fsck -y -E journal_only "$st" >"$PDIR/pt.replay" 2>&1
 		rc=$?
-		if [ "$rc" -ne 0 ] || dumpe2fs -h "$st" 2>/dev/null | grep -q '^Filesystem features:.*needs_recovery'; then
+		if [ "$rc" -ne 0 ] || pending "$st"; then
 			echo "$what: journal replay: e2fsck exit $rc: $(tail -n 3 "$PDIR/pt.replay" | tr '\n' ' ')"
 			return 1
 		fi
@@ -182,7 +189,7 @@ check_store() {
 		e2fsck -p "$st" >"$PDIR/pt.orphans" 2>&1
 		rc=$?
 		if [ "$rc" -ne 0 ] || ! grep -qE ': clean, [0-9]+/[0-9]+ files, [0-9]+/[0-9]+ blocks$' "$PDIR/pt.orphans" ||
-			grep -vE "$E2FSCK_OK" "$PDIR/pt.orphans" | grep -q .; then
+			grep -qvE "$E2FSCK_OK" "$PDIR/pt.orphans"; then
 			echo "$what: orphan list: e2fsck -p exit $rc: $(head -n 4 "$PDIR/pt.orphans" | tr '\n' ' ')"
 			return 1
 		fi
@@ -202,8 +209,8 @@ check_store() {
 		case "$spec" in
 		absent) [ ! -e "$dir/$i" ] || errs="$errs $p:there" ;;
 		whiteout)
-			debugfs -R "stat $p" "$st" 2>/dev/null | grep -q 'Type: character special' &&
-				debugfs -R "stat $p" "$st" 2>/dev/null | grep -q 'Device major/minor number: 00:00' ||
+			sum=$(debugfs -R "stat $p" "$st" 2>/dev/null)
+			grep -q 'Type: character special' <<<"$sum" && grep -q 'Device major/minor number: 00:00' <<<"$sum" ||
 				errs="$errs $p:no-whiteout" ;;
 		md5\ * | mode\ *)
 			if [ ! -f "$dir/$i" ]; then
