@@ -199,7 +199,6 @@ check_store() {
 	fi
 	if ! e2fsck -fn "$st" >"$PDIR/pt.fsck" 2>&1; then
 		echo "$what: e2fsck -fn after the journal ($journal): $(grep -v '^Pass\|^e2fsck\|^liveunion-rw:' "$PDIR/pt.fsck" | head -n 6 | tr '\n' ' ')"
-		cp "$st" "$PDIR/failed-$d.img" 2>/dev/null
 		return 1
 	fi
 	rm -rf "$dir" && mkdir "$dir" || return 1
@@ -246,11 +245,21 @@ for f in "${points[@]}" "$nentries"; do
 	fi
 	[ "$f" -lt "$nentries" ] && [[ ${eflags[f]} == *FLUSH* ]] && prev=$f
 done
-declare -A pick
+# POWERLOSS_RANDOM points: one window each, evenly spread, when there are that many; else every window, with as
+# many seeds each as it takes (seed 1000 * k + flush index for the k-th draw of a window)
+declare -A pick nseeds
 nc=${#cand[@]}
 take=$((NRANDOM < nc ? NRANDOM : nc))
-for ((j = 0; j < take; j++)); do pick[${cand[j * nc / take]%%:*}]=${cand[j * nc / take]#*:}; done
-vm_note "log: $nentries entries, ${#points[@]} flush points, $nc windows between flushes with 2 or more writes, $take random points"
+per=1
+[ "$nc" -eq 0 ] || [ "$NRANDOM" -le "$nc" ] || per=$(((NRANDOM + nc - 1) / nc))
+left=$NRANDOM
+for ((j = 0; j < take; j++)); do
+	k=$((j * nc / take))
+	pick[${cand[k]%%:*}]=${cand[k]#*:}
+	nseeds[${cand[k]%%:*}]=$((per < left ? per : left))
+	left=$((left - nseeds[${cand[k]%%:*}]))
+done
+vm_note "log: $nentries entries, ${#points[@]} flush points, $nc windows between flushes with 2 or more writes, $((NRANDOM - left)) random points in $take of them"
 
 t0=$SECONDS
 done_to=0 nflush=0 nrand=0 fail_flush=0 fail_rand=0 replayed=0 dropped_total=0
@@ -265,8 +274,8 @@ for f in "${points[@]}"; do
 		bad "crash point after flush entry $f: $line"
 	fi
 	printf '# %s\n' "$line"
-	if [ -n "${pick[$f]:-}" ]; then
-		end=${pick[$f]} seed=$((1000 + f))
+	for ((k = 1; k <= ${nseeds[$f]:-0}; k++)); do
+		end=${pick[$f]} seed=$((1000 * k + f))
 		if ! cp --sparse=always "$work" "$PDIR/rand.img" ||
 			! "$RL" subset "$wlog" "$PDIR/rand.img" "$done_to" "$end" "$seed" >"$PDIR/subset.out"; then
 			bad "random point after flush $f: subset replay"
@@ -285,7 +294,7 @@ for f in "${points[@]}"; do
 			bad "$line"
 		fi
 		printf '# %s\n' "$line"
-	fi
+	done
 done
 "$RL" apply "$wlog" "$work" "$done_to" "$nentries"
 check replay-of-every-entry-is-the-stick cmp "$work" "$img"
@@ -294,6 +303,30 @@ none_failed() { [ "$1" -gt 0 ] && [ "$2" -eq 0 ]; } # POINTS FAILED
 check "every-flush-point-consistent ($nflush points, $fail_flush failed)" none_failed "$nflush" "$fail_flush"
 check "every-random-point-consistent ($nrand points, $fail_rand failed)" none_failed "$nrand" "$fail_rand"
 check some-points-needed-a-journal-replay test "$replayed" -gt 0
+
+# The check of a crash point can fail: the final store with a synced file's content changed, and with an inode's
+# link count made wrong (what e2fsck -fn is there to find), each a copy of the stick.
+tamper() { # DEBUGFS-COMMANDS: the final stick with the store changed by debugfs -w, as $PDIR/tampered.img
+	cp --sparse=always "$work" "$PDIR/tampered.img" && part_read "$PDIR/tampered.img" 3 "$PDIR/t.p3" &&
+		printf '%s\n' "$1" >"$PDIR/t.cmds" && debugfs -w -f "$PDIR/t.cmds" "$PDIR/t.p3" >/dev/null 2>&1 &&
+		part_write "$PDIR/tampered.img" 3 "$PDIR/t.p3"
+}
+refused_for() { # WHY: check_store of the tampered stick fails, saying WHY
+	local out
+	if out=$(check_store "$PDIR/tampered.img" "$nentries" "tampered"); then
+		printf '#   passed: %s\n' "$out" >&2
+		return 1
+	fi
+	printf '#   %s\n' "$out"
+	grep -qE -- "$1" <<<"$out"
+}
+printf 'alpha-x\n' >"$PDIR/alpha-x"
+require tamper-content tamper "cd $UPPER/home/pl
+rm alpha
+write $PDIR/alpha-x alpha"
+check a-synced-file-changed-is-found refused_for "wrong: $UPPER/home/pl/alpha:content\$"
+require tamper-links tamper "sif $UPPER/home/pl/renamed links_count 3"
+check a-wrong-link-count-is-found refused_for 'e2fsck -fn after the journal'
 
 # --- a crash image boots: the init replays the journal with e2fsck -p, nothing else repaired -------------------
 if require crash-image-picked test -n "${crash_at:-}"; then
