@@ -132,7 +132,8 @@ check log-entries-listed test "${#eflags[@]}" = "$nentries"
 
 # --- checking one crash point ------------------------------------------------------------------------------------
 # expect_at D: PATH and SPEC lines, what the store must hold when entries 0..D-1 are on the stick: the newest SPEC
-# of every step synced by then; a path the step in flight at D changes is left out (it may be either way).
+# of every step synced by then; a path the step in flight at D changes is left out (it may be either way); a path
+# only later steps make is absent (nothing comes from the future).
 expect_at() {
 	local d=$1 k p flight='' s
 	for k in "${!STEP_AT[@]}"; do
@@ -145,7 +146,8 @@ expect_at() {
 			[ "${STEP_AT[k]}" -le "$d" ] || break
 			[ -z "${SPEC["$k|$p"]:-}" ] || s=${SPEC["$k|$p"]}
 		done
-		[ -z "$s" ] || printf '%s\t%s\n' "$p" "$s"
+		[ -n "$s" ] || s=absent
+		printf '%s\t%s\n' "$p" "$s"
 	done
 }
 # steps_at D: how many steps were synced by then; synced_what D: the same for the report
