@@ -37,7 +37,9 @@ require pristine-copy cp --sparse=always "$img" "$pristine"
 require log-file-made truncate -s 0 "$wlog"
 
 # The stick on xHCI as vm_start's stick- modes attach it, through the logging driver: 512-byte log sectors (the
-# usb-storage disk's logical block), a log started afresh.
+# usb-storage disk's logical block), a log started afresh (log-append=off). qemu rewrites the log's super block at
+# every flush (and every log-super-update-interval entries, 4096 by default), after the entries it counts: once the
+# guest's sync has returned, the count read from the super block covers that sync's flush.
 require boot vm_start persist-powerloss none "" --direct -device qemu-xhci,id=xhci \
 	-blockdev "driver=blklogwrites,node-name=stick,file.driver=file,file.filename=$img,log.driver=file,log.filename=$wlog,log-sector-size=512,log-append=off" \
 	-device usb-storage,bus=xhci.0,drive=stick
