@@ -3,7 +3,7 @@
 # The quick one is persist-powercut.sh (a killed qemu keeps every completed write in the host's page cache). Here a
 # crash point is any prefix of the log ending at a flush (what the stick holds when power goes right after the
 # flush), plus a random subset of the writes between that flush and the next (a drive's volatile cache may have
-# written back any of them, in any order). Tunables: POWERLOSS_RANDOM (random points, default 24),
+# written back any of them; the kept ones are applied in log order). Tunables: POWERLOSS_RANDOM (random points, default 24),
 # POWERLOSS_BLOCK_SIZE (the store's ext4 block size, default 4096 as on real sticks; 0 keeps mkusb's own).
 # shellcheck disable=SC2317,SC2016 # functions run through check and require; guest commands in single quotes
 VM_TIMEOUT=${VM_TIMEOUT:-900} # one qemu runs the boot and the whole workload
