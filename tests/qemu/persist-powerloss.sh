@@ -104,9 +104,9 @@ require step-8-delete-many step 8 delete-many 'rm /home/pl/many-1* && echo alpha
 for i in 1 $(seq 10 19); do set_spec 8 "/home/pl/many-$i" absent; done
 # What e2fsck -p says when it repairs nothing: the journal replay, the orphan list worked off (as a mount does it),
 # the summary of a file system it found clean. Any other line of it is a repair.
-E2FSCK_OK=': (recovering journal|(Clearing|Truncating) orphaned inode [0-9]+ \(.*\)|clean, [0-9]+/[0-9]+ files, [0-9]+/[0-9]+ blocks)$'
+E2FSCK_OK=': (recovering journal|(Clearing|Truncating) orphaned inode [0-9]+ \(.*\)|clean, [0-9]+/[0-9]+ files, [0-9]+/[0-9]+ blocks|[0-9]+/[0-9]+ files \([0-9.]+% non-contiguous\), [0-9]+/[0-9]+ blocks)$'
 # no_repairs LOG: the boot's e2fsck said nothing else (the init runs e2fsck -p on a store whose journal needs
-# replaying)
+# replaying, then e2fsck -fn, whose summary line is the last form above)
 no_repairs() {
 	local text rest
 	text=$(tr -d '\r' <"$1") || return 1
