@@ -3,6 +3,8 @@
 VM_TIMEOUT=${VM_TIMEOUT:-600}
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "$0")/lib/profile.bash"
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash" # CONFORMANCE_KNOWN_LIMITS, the one list (tests/unit/known-limits.sh)
 VM_MEM=${PROFILE_VM_MEM:-1024}
 
 iso=$OUT/tests/conformance-debian.iso
