@@ -63,14 +63,21 @@ check late-store-used log_has 'liveunion: persistence: store /dev/sd[a-z]1 \(LAB
 check late-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
 require cd-poweroff-late vm_poweroff
 
+# break_inode IMAGE: the store of IMAGE copied to $PDIR/store.fsck, with a file whose inode is cleared (an
+# inconsistency only a human should repair); the caller writes it back.
+break_inode() {
+	local ino
+	store_copy "$1" || return 1
+	debugfs -w -R "mkdir liveunion-v1" "$PDIR/store.fsck" >/dev/null 2>&1
+	debugfs -w -R "write /etc/hostname liveunion-v1/f" "$PDIR/store.fsck" >/dev/null 2>&1
+	ino=$(debugfs -R "stat liveunion-v1/f" "$PDIR/store.fsck" 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
+	debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
+}
+
 # 2. A store with an inconsistency only a human should repair: never mounted, never written.
 img=$PDIR/stick.img
 require stick-made make_stick "$img" --persist-size 16M
-store_copy "$img"
-debugfs -w -R "mkdir liveunion-v1" "$PDIR/store.fsck" >/dev/null 2>&1
-debugfs -w -R "write /etc/hostname liveunion-v1/f" "$PDIR/store.fsck" >/dev/null 2>&1
-ino=$(debugfs -R "stat liveunion-v1/f" "$PDIR/store.fsck" 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
-debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
+break_inode "$img"
 # as the kernel leaves it once it has met the damage: state "errors" (a clean-marked store is not force-checked)
 debugfs -w -R "ssv state 2" "$PDIR/store.fsck" >/dev/null 2>&1
 require store-corrupted fails sh -c "e2fsck -n '$PDIR/store.fsck' >/dev/null 2>&1"
@@ -89,11 +96,7 @@ check bad-store-byte-for-byte test "$sum" = "$(part_sum "$img")"
 # broken. e2fsck -p only replays and calls the store clean; the init then checks all of it (-fn) and refuses it.
 img3=$PDIR/stick3.img
 require stick3-made make_stick "$img3" --persist-size 16M
-store_copy "$img3"
-debugfs -w -R "mkdir liveunion-v1" "$PDIR/store.fsck" >/dev/null 2>&1
-debugfs -w -R "write /etc/hostname liveunion-v1/f" "$PDIR/store.fsck" >/dev/null 2>&1
-ino=$(debugfs -R "stat liveunion-v1/f" "$PDIR/store.fsck" 2>/dev/null | sed -n 's/^Inode: \([0-9]*\).*/\1/p')
-debugfs -w -R "clri <$ino>" "$PDIR/store.fsck" >/dev/null 2>&1
+break_inode "$img3"
 require journal-to-replay debugfs -w -R "feature needs_recovery" "$PDIR/store.fsck"
 require store3-damaged fails sh -c "e2fsck -fn '$PDIR/store.fsck' >/dev/null 2>&1"
 require store3-written-back store_put "$img3"
