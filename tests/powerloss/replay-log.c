@@ -560,6 +560,29 @@ static int want_entries(const struct rl_log *log, uint64_t n, const char *what)
 	return 0;
 }
 
+/* OUTNAME made as a copy of ORIG for entries 0..END-1, refused before it is made when a write of those would
+ * fall outside ORIG: the open image, or -1 said. */
+static int fresh_copy(const struct rl_log *log, uint64_t end, const char *orig, const char *outname, uint64_t *size)
+{
+	if (orig_size(orig, size) != 0 || rl_check_image(log, 0, end, orig, *size) != 0)
+		return -1;
+	return copy_image(orig, outname, size);
+}
+
+/* OUTNAME, an image made earlier, opened to go on with entries FROM..END-1 (cmd and end_name for the message):
+ * the open image, or -1 said. */
+static int go_on(const struct rl_log *log, const char *cmd, const char *end_name, uint64_t from, uint64_t end,
+		 const char *outname, uint64_t *size)
+{
+	if (from > end) {
+		rl_fail("%s: FROM %" PRIu64 " is after %s %" PRIu64, cmd, from, end_name, end);
+		return -1;
+	}
+	if (want_entries(log, end, "entries up to") != 0)
+		return -1;
+	return open_image(outname, O_RDWR, size);
+}
+
 static int run(int argc, char **argv)
 {
 	struct rl_log log;
@@ -603,24 +626,13 @@ static int run(int argc, char **argv)
 		outname = argv[4];
 		if (want_entries(&log, a, "replay of entries 0.. up to") != 0)
 			goto done;
-		/* refused before OUT is made: checked against ORIG's size first */
-		if (orig_size(argv[3], &size) != 0 || rl_check_image(&log, 0, a, argv[3], size) != 0)
-			goto done;
-		out = copy_image(argv[3], outname, &size);
-		if (out < 0)
+		if ((out = fresh_copy(&log, a, argv[3], outname, &size)) < 0)
 			goto done;
 		wrote = true;
 		rc = apply_range(&log, 0, a, out, outname, size);
 	} else if (!strcmp(cmd, "apply")) {
 		outname = argv[3];
-		if (a > b) {
-			rl_fail("apply: FROM %" PRIu64 " is after N %" PRIu64, a, b);
-			goto done;
-		}
-		if (want_entries(&log, b, "entries up to") != 0)
-			goto done;
-		out = open_image(outname, O_RDWR, &size);
-		if (out < 0)
+		if ((out = go_on(&log, "apply", "N", a, b, outname, &size)) < 0)
 			goto done;
 		wrote = true;
 		rc = apply_range(&log, a, b, out, outname, size);
@@ -633,10 +645,7 @@ static int run(int argc, char **argv)
 		}
 		for (b = a + 1; b < log.nr_entries && !(log.e[b].flags & RL_FLUSH); b++)
 			;
-		if (orig_size(argv[3], &size) != 0 || rl_check_image(&log, 0, b, argv[3], size) != 0)
-			goto done;
-		out = copy_image(argv[3], outname, &size);
-		if (out < 0)
+		if ((out = fresh_copy(&log, b, argv[3], outname, &size)) < 0)
 			goto done;
 		wrote = true;
 		rc = apply_range(&log, 0, a + 1, out, outname, size);
@@ -644,14 +653,7 @@ static int run(int argc, char **argv)
 			rc = apply_subset(&log, a + 1, b, seed, out, outname, size);
 	} else {
 		outname = argv[3];
-		if (a > b) {
-			rl_fail("subset: FROM %" PRIu64 " is after END %" PRIu64, a, b);
-			goto done;
-		}
-		if (want_entries(&log, b, "entries up to") != 0)
-			goto done;
-		out = open_image(outname, O_RDWR, &size);
-		if (out < 0)
+		if ((out = go_on(&log, "subset", "END", a, b, outname, &size)) < 0)
 			goto done;
 		wrote = true;
 		rc = apply_subset(&log, a, b, seed, out, outname, size);
