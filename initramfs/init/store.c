@@ -86,6 +86,23 @@ static int file_extent(const char *part, int fd, unsigned long long fsize, unsig
 	return 0;
 }
 
+/* A write-protected stick (or any read-only device): the store on it is used read-only, said once. */
+static void note_read_only(struct store *s, const char *dev)
+{
+	int ro = 0, fd;
+
+	if (s->ro || (fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
+		return;
+	if (ioctl(fd, LIVE_BLKROGET, &ro) != 0)
+		ro = 0;
+	if (close(fd) != 0)
+		msg("close %s: %s", dev, strerror(errno));
+	if (!ro)
+		return;
+	s->ro = s->dev_ro = true;
+	msg("persistence: %s is a read-only device (write-protected?): its store can only be used read-only", dev);
+}
+
 /* Look for path on a FAT/exFAT partition. A contiguous image file is attached straight from the
  * partition (loop with offset and size): the FAT itself is never mounted read-write, so it is never left
  * "dirty" by a power-off. A fragmented one goes through a read-write mount of the FAT, which then
@@ -118,6 +135,7 @@ static int image_on(const char *part, const char *path, struct store *s)
 			msg("umount %s: %s", s->host, strerror(errno));
 		return -1;
 	}
+	note_read_only(s, part); /* before s->ro decides how the image is attached */
 	if (direct == 0) {
 		if (umount(s->host) != 0) {
 			msg("umount %s: %s", s->host, strerror(errno));
@@ -149,23 +167,6 @@ static int image_on(const char *part, const char *path, struct store *s)
 	text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
 	text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s) via %s", path, part + 5, types[i], s->dev);
 	return fd;
-}
-
-/* A write-protected stick (or any read-only device): the store on it is used read-only, said once. */
-static void note_read_only(struct store *s, const char *dev)
-{
-	int ro = 0, fd;
-
-	if (s->ro || (fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
-		return;
-	if (ioctl(fd, LIVE_BLKROGET, &ro) != 0)
-		ro = 0;
-	if (close(fd) != 0)
-		msg("close %s: %s", dev, strerror(errno));
-	if (!ro)
-		return;
-	s->ro = s->dev_ro = true;
-	msg("persistence: %s is a read-only device (write-protected?): its store can only be used read-only", dev);
 }
 
 /* Our own loop devices (layers, toram, an image file attached later) and RAM disks never hold a store: left
@@ -282,7 +283,6 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		note_read_only(s, dev);
 		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, s)) >= 0)
 			return 1;
 	}
