@@ -19,7 +19,7 @@ debian_mirror() {
 	if [ -z "$m" ]; then
 		m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
 			sed -n -e 's/^URIs:[[:space:]]*\(http[^ ]*\/debian\)\/*$/\1/p' -e 's/^deb[[:space:]]\+\(\[[^]]*\][[:space:]]\+\)\{0,1\}\(http[^ ]*\/debian\)\/*[[:space:]].*/\2/p' |
-			head -n 1)
+			sed -n 1p)
 	fi
 	printf '%s\n' "${m:-http://deb.debian.org/debian}"
 }

@@ -73,7 +73,8 @@ rootfs_mksquashfs_files() { # the binary, then every library and the loader, res
 	done
 	# glibc dlopens libgcc_s when a thread exits (pthread_exit unwinds the stack): ldd cannot see it, and
 	# without it mksquashfs aborts ("libgcc_s.so.1 must be installed for pthread_exit to work")
-	ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ { print $NF; exit }'
+	# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail turns into a failed build)
+	ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ && !n++ { print $NF }'
 }
 rootfs_mksquashfs() {
 	local t=$1 f

@@ -154,7 +154,8 @@ check "... and nothing was made" test ! -e "$B/rx"
 # flag_entry FILE INDEX FLAGS: a copy of the log with entry INDEX's flags field set (a byte) - the entries are
 # found from the listing's sizes, as the format lays them out (header sector, then data sectors).
 entry_offset() { # LOG INDEX: byte offset of entry INDEX's header
-	"$RL" list "$1" | awk -v want="$2" '$1 == "entry" { if ($2 == want) { print off; exit }
+	# awk reads to the end: an early exit could kill the lister with SIGPIPE (a failure under pipefail)
+	"$RL" list "$1" | awk -v want="$2" '$1 == "entry" { if ($2 == want && !done++) print off
 		off += 512 + ($4 ~ /DISCARD/ ? 0 : $10) } BEGIN { off = 512 }'
 }
 put_byte() { # FILE OFFSET BYTE(decimal)
