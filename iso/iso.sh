@@ -150,6 +150,7 @@ iso_assemble() {
 	done
 	iso_subst "$TOP/iso/isolinux.cfg.in" "$cmdline" "$grubuuid" >"$t/isolinux/isolinux.cfg"
 	iso_subst "$TOP/iso/grub.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/grub.cfg"
+	iso_subst "$TOP/iso/loopback.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/loopback.cfg"
 	iso_esp "$w/esp" "$uuid" "$grubuuid"
 	printf '%s\n' "$cmdline" >"$w/cmdline"
 	printf '%s\n' "$uuid" >"$w/uuid"

@@ -40,6 +40,10 @@ const struct key_def key_table[K_COUNT] = {
 	[K_PERSISTPATHS] = {"persist.paths", T_STRING, "",
 		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
 		"liveunion-v1/paths.conf (one per line), else everything persists", 0, NULL},
+	[K_ISO] = {"iso", T_STRING, "",
+		"boot the ISO as a file: its path on a partition of any disk (ext2/3/4, FAT, exFAT), as a multi-boot "
+		"stick's GRUB passes it (loopback.cfg); the ISO in it must match live.medium=; persistence auto looks "
+		"beside it", 0, NULL},
 };
 /* clang-format on */
 

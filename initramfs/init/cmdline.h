@@ -21,6 +21,7 @@ enum key_id {
 	K_PERSISTRO,
 	K_PERSISTRESET,
 	K_PERSISTPATHS,
+	K_ISO,
 	K_COUNT
 };
 

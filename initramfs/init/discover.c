@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "disk.h"
 #include "log.h"
+#include "loop.h"
 #include "modload.h"
 #include "util.h"
 
@@ -19,8 +22,11 @@
 
 struct seen {
 	char name[DISK_NAME_LEN];
-	char reason[200];
+	char reason[320];
 };
+
+/* live.iso=: the loop device of the ISO file, held open until the ISO is mounted (autoclear). */
+static int iso_fd = -1;
 
 /* One block device: 1 = the wanted medium (id filled), 0 = not it (why in reason). */
 static int probe_device(const char *dev, const struct medium_want *want, struct iso_id *id, char *reason, size_t rlen)
@@ -56,6 +62,120 @@ static int probe_device(const char *dev, const struct medium_want *want, struct 
 	return medium_match(want, id, reason, rlen);
 }
 
+/* live.iso=: whether dev's filesystem holds the ISO file p->iso_path and it is the wanted medium. 1: yes, the
+ * filesystem stays mounted read-only on dir and the ISO is on a loop device (p->device, p->iso_host,
+ * p->iso_fstype and id set); 0: no, why in reason, nothing left mounted or attached. */
+/* Mount dev's filesystem (one a user keeps files on) read-only on dir: its type, or NULL with why in reason. */
+static const char *mount_files_fs(const char *dev, const char *dir, char *reason, size_t rlen)
+{
+	unsigned char b[FS_SNIFF_LEN];
+	const char *type;
+	ssize_t n;
+	int fd, err;
+
+	if ((fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0) {
+		text_fmt(reason, rlen, "cannot open: %s", strerror(errno));
+		return NULL;
+	}
+	n = pread(fd, b, sizeof(b), 0);
+	err = errno;
+	if (close(fd) != 0 && n >= 0) {
+		text_fmt(reason, rlen, "close: %s", strerror(errno));
+		return NULL;
+	}
+	if (n < 0) {
+		text_fmt(reason, rlen, "read: %s", strerror(err));
+		return NULL;
+	}
+	if (!(type = disk_fs_type(b, (size_t)n))) {
+		text_fmt(reason, rlen, "no ext2/3/4, FAT, exFAT or NTFS filesystem");
+		return NULL;
+	}
+	if (mount(dev, dir, type, MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
+		err = errno;
+		text_fmt(reason, rlen, "%s, but mounting it read-only failed: %s%s", type, strerror(err),
+			 err == ENODEV ? " (this kernel has no driver for it)" : "");
+		return NULL;
+	}
+	return type;
+}
+
+/* The devices after the one holding the ISO file that hold a file of the same path too: said, since the store
+ * beside the first one is the one used (name order), which may not be the copy the boot loader read. */
+static void iso_also_on(const struct plan *p, const struct seen *seen, int from, int n, const char *devdir,
+			const char *isodir)
+{
+	char dir[PATH_LEN + 16], dev[PATH_LEN], file[PATH_LEN * 2 + 16], why[200], also[400] = "";
+	struct stat st;
+	int i;
+
+	if (path_fmt(dir, sizeof(dir), "%s-other", isodir) != 0 || mkdir_p(dir, 0755) != 0) {
+		fail_clear();
+		return;
+	}
+	for (i = from; i < n; i++) {
+		if (snprintf(dev, sizeof(dev), "%s/%s", devdir, seen[i].name) >= (int)sizeof(dev) ||
+		    !mount_files_fs(dev, dir, why, sizeof(why)))
+			continue;
+		text_fmt(file, sizeof(file), "%s%s", dir, p->iso_path);
+		if (stat(file, &st) == 0 && S_ISREG(st.st_mode))
+			text_list_add(also, sizeof(also), dev, strlen(dev));
+		if (umount(dir) != 0)
+			msg("umount %s: %s", dir, strerror(errno));
+	}
+	if (rmdir(dir) != 0)
+		dbg("rmdir %s: %s", dir, strerror(errno));
+	if (also[0])
+		msg("WARNING: %s is also on %s: the one on %s is used, and persistence looks beside it (the first in "
+		    "name order, maybe not the copy the boot loader read); give the copies different names to choose",
+		    p->iso_path, also, p->iso_host);
+}
+
+static int probe_iso_host(struct plan *p, const char *dev, const char *dir, struct iso_id *id, char *reason,
+			  size_t rlen)
+{
+	char file[PATH_LEN * 2 + 16], loopdev[32], why[200];
+	const char *type;
+	struct stat st;
+	int nr, lfd, err;
+
+	if (!(type = mount_files_fs(dev, dir, reason, rlen)))
+		return 0;
+	text_fmt(file, sizeof(file), "%s%s", dir, p->iso_path);
+	if (stat(file, &st) != 0) {
+		err = errno;
+		text_fmt(reason, rlen, "%s, no %s on it (%s)", type, p->iso_path, strerror(err));
+	} else if (!S_ISREG(st.st_mode)) {
+		text_fmt(reason, rlen, "%s, its %s is not a file", type, p->iso_path);
+	} else if ((lfd = loop_attach(file, true, 0, 0, &nr)) < 0) {
+		text_fmt(reason, rlen, "%s, holds %s but it cannot be attached: %s: %s", type, p->iso_path, fail_what(),
+			 strerror(fail_errno()));
+		fail_clear();
+	} else {
+		text_fmt(loopdev, sizeof(loopdev), "/dev/loop%d", nr);
+		if (probe_device(loopdev, &p->want, id, why, sizeof(why)) == 1) {
+			iso_fd = lfd;
+			text_fmt(p->device, sizeof(p->device), "%s", loopdev);
+			text_fmt(p->iso_host, sizeof(p->iso_host), "%s", dev);
+			text_fmt(p->iso_fstype, sizeof(p->iso_fstype), "%s", type);
+			return 1;
+		}
+		text_fmt(reason, rlen, "%s, holds %s but it is not the wanted medium: %s", type, p->iso_path, why);
+		if (close(lfd) != 0)
+			msg("close %s: %s", loopdev, strerror(errno));
+	}
+	if (umount(dir) != 0)
+		msg("umount %s: %s", dir, strerror(errno));
+	return 0;
+}
+
+void discover_done(void)
+{
+	if (iso_fd >= 0 && close(iso_fd) != 0)
+		msg("close the ISO file's loop device: %s", strerror(errno));
+	iso_fd = -1;
+}
+
 /* Name order, but a name sorts after its own extensions (sda1 before sda): a hybrid ISO matches
  * as the whole disk and as its first partition, and mounting the partition leaves the disk's
  * other partitions (the persistence store) free to open. */
@@ -88,6 +208,13 @@ static bool idle_virtual(const char *sysblock, const char *name)
 		return false;
 	buf[n] = '\0';
 	return strtoull(buf, NULL, 10) == 0;
+}
+
+/* live.iso=: the ISO file lies on a disk's filesystem; our own loop devices and RAM disks are never that disk. */
+static bool never_iso_host(const char *sysblock, const char *name)
+{
+	(void)sysblock;
+	return strncmp(name, "loop", 4) == 0 || strncmp(name, "ram", 3) == 0 || strncmp(name, "zram", 4) == 0;
 }
 
 /* A whole disk whose MBR lists partitions that are not usable yet: the kernel registers a disk before
@@ -142,10 +269,11 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 }
 
 /* One pass over the block devices; 1 when the medium was found. */
-static int scan_once(struct plan *p, const char *sysblock, const char *devdir, struct seen *seen, int *nseen)
+static int scan_once(struct plan *p, const char *sysblock, const char *devdir, const char *isodir, struct seen *seen,
+		     int *nseen)
 {
 	static char names[MAX_SEEN][DISK_NAME_LEN];
-	int n = disk_list(sysblock, NULL, idle_virtual, names, MAX_SEEN), i;
+	int n = disk_list(sysblock, NULL, isodir ? never_iso_host : idle_virtual, names, MAX_SEEN), i;
 
 	*nseen = 0;
 	if (n < 0)
@@ -164,7 +292,13 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, s
 			text_fmt(seen[i].reason, sizeof(seen[i].reason), "device path too long");
 			continue;
 		}
-		if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
+		if (isodir) {
+			if (probe_iso_host(p, dev, isodir, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
+				p->id = id;
+				iso_also_on(p, seen, i + 1, n, devdir, isodir);
+				return 1;
+			}
+		} else if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
 			static int deferred;
 
 			if (deferred < PARTSCAN_ROUNDS &&
@@ -199,13 +333,32 @@ int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
 	long long start = now_ms(), deadline = start + (long long)p->timeout * 1000;
 	long long rounds = 0, max_rounds = (long long)p->timeout * (1000 / POLL_MS) + 1;
 	long long next_note = start + 5000;
+	char isodir[PATH_LEN + 16];
 	int nseen = 0, i, r;
 
-	msg("looking for the medium %s (up to %u s)", p->medium_spec, p->timeout);
+	if (p->iso_path[0]) {
+		if (path_fmt(isodir, sizeof(isodir), "%s/iso-host", p->run_live) != 0 || mkdir_p(isodir, 0755) != 0)
+			return -1;
+		/* a retry from the rescue shell: what the last try left goes first */
+		discover_done();
+		if (umount(isodir) == 0)
+			msg("unmounted %s left by an earlier try", isodir);
+		p->iso_host[0] = p->iso_fstype[0] = '\0';
+		msg("looking for the ISO file %s (medium %s) on every disk's partitions (up to %u s)", p->iso_path,
+		    p->medium_spec, p->timeout);
+	} else {
+		msg("looking for the medium %s (up to %u s)", p->medium_spec, p->timeout);
+	}
 	for (;;) {
-		r = scan_once(p, sysblock, devdir, seen, &nseen);
+		r = scan_once(p, sysblock, devdir, p->iso_path[0] ? isodir : NULL, seen, &nseen);
 		if (r < 0)
 			return -1;
+		if (r == 1 && p->iso_path[0]) {
+			msg("medium %s found: the file %s on %s (%s, mounted read-only on %s) via %s (label %s, UUID %s)",
+			    p->medium_spec, p->iso_path, p->iso_host, p->iso_fstype, isodir, p->device, p->id.label,
+			    p->id.uuid);
+			return 0;
+		}
 		if (r == 1) {
 			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, p->device, p->id.label,
 			    p->id.uuid);
@@ -223,11 +376,17 @@ int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
 			;
 		modload_poll();
 	}
-	msg("medium %s not found after %u s; block devices seen:", p->medium_spec, p->timeout);
+	if (p->iso_path[0])
+		msg("the ISO file %s (medium %s) is on no partition after %u s; block devices searched:", p->iso_path,
+		    p->medium_spec, p->timeout);
+	else
+		msg("medium %s not found after %u s; block devices seen:", p->medium_spec, p->timeout);
 	if (nseen == 0)
 		msg("  (none: is the driver for the disk or CD controller in the kernel?)");
 	for (i = 0; i < nseen; i++)
 		msg("  %s: %s", seen[i].name, seen[i].reason);
 	modload_report_unbound();
+	if (p->iso_path[0])
+		return fail(ENOENT, "find the ISO file %s (live.iso=)", p->iso_path);
 	return fail(ENODEV, "find the medium %s", p->medium_spec);
 }

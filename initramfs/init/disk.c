@@ -25,6 +25,24 @@ unsigned long long le64(const unsigned char *b)
 	return le32(b) | (unsigned long long)le32(b + 4) << 32;
 }
 
+const char *disk_fs_type(const unsigned char *b, size_t len)
+{
+	if (len >= 1024 + 0x3a && le16(b + 1024 + 0x38) == 0xEF53)
+		return "ext4";
+	if (len < 512 || b[510] != 0x55 || b[511] != 0xAA)
+		return NULL;
+	if (memcmp(b + 3, "EXFAT   ", 8) == 0)
+		return "exfat";
+	if (memcmp(b + 3, "NTFS    ", 8) == 0)
+		return "ntfs3";
+	/* FAT32 names itself at 82, FAT12/16 at 54; a sector size of 512-4096 rules out an MBR that happens to match */
+	if ((memcmp(b + 82, "FAT32   ", 8) == 0 || memcmp(b + 54, "FAT1", 4) == 0 ||
+	     memcmp(b + 54, "FAT     ", 8) == 0) &&
+	    le16(b + 11) >= 512 && le16(b + 11) <= 4096 && (le16(b + 11) & (le16(b + 11) - 1)) == 0)
+		return "vfat";
+	return NULL;
+}
+
 bool disk_is_partition(const char *sysblock, const char *name)
 {
 	char path[512];

@@ -13,6 +13,12 @@ unsigned le16(const unsigned char *b);
 unsigned long le32(const unsigned char *b);
 unsigned long long le64(const unsigned char *b);
 
+/* How many bytes from a device's start disk_fs_type looks at. */
+#define FS_SNIFF_LEN 2048
+/* The kernel filesystem type that a device's first len bytes show, for a filesystem that can hold files a user put
+ * there ("ext4" for ext2/3/4, "vfat", "exfat", "ntfs3"), or NULL. */
+const char *disk_fs_type(const unsigned char *b, size_t len);
+
 /* Whether sysblock/name is a partition (it has a "partition" attribute). */
 bool disk_is_partition(const char *sysblock, const char *name);
 /* The whole disk a block device (a name or a /dev path) belongs to: sda for sda1 and for sda. */

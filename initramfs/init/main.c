@@ -71,9 +71,13 @@ static size_t print_times(char *buf, size_t len)
 
 static int step_medium(struct plan *p)
 {
+	int rc;
+
 	if (discover_medium(p, "/sys/class/block", "/dev") != 0)
 		return -1;
-	return stack_medium(p);
+	rc = stack_medium(p);
+	discover_done();
+	return rc;
 }
 
 static int step_overlay(struct plan *p)

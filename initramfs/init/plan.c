@@ -93,6 +93,19 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	clamp(p, f->mem_total);
 	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
 	copy(p->medium_fstype, sizeof(p->medium_fstype), "iso9660");
+	/* GRUB's iso_path is absolute; a relative one is read from the partition's top */
+	if (c->v[K_ISO].s[0]) {
+		int n = snprintf(p->iso_path, sizeof(p->iso_path), "%s%s", c->v[K_ISO].s[0] == '/' ? "" : "/",
+				 c->v[K_ISO].s);
+		size_t used = strlen(p->adjusted);
+
+		if (n < 0 || (size_t)n >= sizeof(p->iso_path)) {
+			p->iso_path[0] = '\0';
+			text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
+				 "%slive.iso= is %zu bytes, longer than a path here may be (%d): ignored",
+				 used ? "; " : "", strlen(c->v[K_ISO].s), PATH_LEN - 1);
+		}
+	}
 }
 
 int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen)
@@ -184,6 +197,9 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
 	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
 	put(&o, "medium.device=%s\nmedium.label=%s\nmedium.uuid=%s\n", p->device, p->id.label, p->id.uuid);
+	if (p->iso_path[0])
+		put(&o, "medium.iso=%s\nmedium.iso.host=%s\nmedium.iso.fstype=%s\n", p->iso_path, p->iso_host,
+		    p->iso_fstype);
 	put(&o, "layers=");
 	for (i = 0; i < p->nlayers; i++)
 		put(&o, "%s%s", i ? "," : "", p->layer[i].name);

@@ -67,6 +67,10 @@ struct plan {
 	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
 	char device[PATH_LEN];
 	char medium_fstype[16]; /* iso9660; a host test without iso9660 mounts a stand-in */
+	/* live.iso=: the ISO is a file on a partition (a multi-boot stick); device is then the loop device */
+	char iso_path[PATH_LEN]; /* absolute, on the host partition */
+	char iso_host[PATH_LEN]; /* the partition holding it ("/dev/sdb2"), once found */
+	char iso_fstype[16];     /* its filesystem */
 	struct iso_id id;
 	int nlayers; /* bottom first */
 	struct layer layer[MAX_LAYERS];

@@ -107,25 +107,27 @@ static void note_read_only(struct store *s, const char *dev)
  * partition (loop with offset and size): the FAT itself is never mounted read-write, so it is never left
  * "dirty" by a power-off. A fragmented one goes through a read-write mount of the FAT, which then
  * stays mounted on s->host. Returns the loop fd (close it once the store is mounted) or -1. */
-static int image_on(const char *part, const char *path, struct store *s)
+static int image_on(const char *part, const char *path, bool iso_host, struct store *s)
 {
-	static const char *const types[] = {"vfat", "exfat"};
+	/* beside an ISO file (live.iso=) the partition may be ext2/3/4 too: its journal keeps it consistent, so the
+	 * image is used through it (never by offset under a mounted ext4's feet) */
+	static const char *const types[] = {"vfat", "exfat", "ext4"};
 	char file[PATH_LEN * 2];
 	unsigned long long offset = 0, fsize = 0;
 	struct stat st;
-	size_t i;
+	size_t i, ntypes = sizeof(types) / sizeof(types[0]) - !iso_host;
 	int fd, ffd, nr, direct = -1;
 
-	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+	for (i = 0; i < ntypes; i++)
 		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) == 0)
 			break;
-	if (i == sizeof(types) / sizeof(types[0]))
+	if (i == ntypes)
 		return -1;
 	text_fmt(file, sizeof(file), "%s/%s", s->host, path[0] == '/' ? path + 1 : path);
 	if ((ffd = open(file, O_RDONLY | O_CLOEXEC)) >= 0) {
 		if (fstat(ffd, &st) == 0 && S_ISREG(st.st_mode)) {
 			fsize = (unsigned long long)st.st_size;
-			direct = file_extent(part, ffd, fsize, &offset);
+			direct = strcmp(types[i], "ext4") == 0 ? -1 : file_extent(part, ffd, fsize, &offset);
 		}
 		if (close(ffd) != 0)
 			msg("close %s: %s", file, strerror(errno));
@@ -150,9 +152,13 @@ static int image_on(const char *part, const char *path, struct store *s)
 			 part + 5, types[i], offset, s->dev);
 		return fd;
 	}
-	msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted until "
-	    "power-off (other systems may then call it not cleanly unmounted)",
-	    path, part + 5, types[i]);
+	if (strcmp(types[i], "ext4") == 0)
+		msg("persistence: %s on /dev/%s is used through its ext4 filesystem, which stays mounted until power-off",
+		    path, part + 5);
+	else
+		msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted "
+		    "until power-off (other systems may then call it not cleanly unmounted)",
+		    path, part + 5, types[i]);
 	if (!s->ro && mount(NULL, s->host, NULL, MS_REMOUNT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
@@ -196,6 +202,50 @@ int store_dirs(const struct plan *p, struct store *s)
 	    path_fmt(s->host, sizeof(s->host), "%s/store-host", p->run_live) != 0 || mkdir_p(s->dir, 0755) != 0 ||
 	    mkdir_p(s->host, 0755) != 0)
 		return -1;
+	return 0;
+}
+
+/* The store of a boot from an ISO file (live.iso=): auto takes a partition labelled liveunion-rw on the disk of the
+ * ISO's partition, else liveunion-rw.img in the ISO's own directory; file:PATH is looked for on the ISO's partition,
+ * then on the disk's other FAT/exFAT partitions. Nothing else on that disk. */
+static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why,
+			    size_t wlen)
+{
+	char names[MAX_PARTS][DISK_NAME_LEN], disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], img[PATH_LEN + 32];
+	const char *slash = strrchr(p->iso_path, '/');
+	struct sb sb;
+	int n, i;
+
+	if (disk_of(SYSBLOCK, p->iso_host, disk, sizeof(disk)) != 0) {
+		text_fmt(why, wlen, "cannot tell which disk %s (holding the ISO file) is on", p->iso_host);
+		return 0;
+	}
+	n = list_block(disk, names, MAX_PARTS);
+	if (kind == PK_FILE) {
+		if ((*loopfd = image_on(p->iso_host, p->persist_arg, true, s)) >= 0)
+			return 1;
+		for (i = 0; i < n; i++)
+			if (path_fmt(dev, sizeof(dev), "/dev/%s", names[i]) == 0 && strcmp(dev, p->iso_host) != 0 &&
+			    (*loopfd = image_on(dev, p->persist_arg, false, s)) >= 0)
+				return 1;
+		text_fmt(why, wlen, "no %s on %s (holding the ISO file) nor on the FAT/exFAT partitions of /dev/%s",
+			 p->persist_arg, p->iso_host, disk);
+		return 0;
+	}
+	for (i = 0; i < n; i++) {
+		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
+		if (store_read_sb(dev, &sb) == 0 && sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
+			note_read_only(s, dev);
+			text_fmt(s->dev, sizeof(s->dev), "%s", dev);
+			text_fmt(s->what, sizeof(s->what), "%s (LABEL=" STORE_LABEL ")", dev);
+			return 1;
+		}
+	}
+	text_fmt(img, sizeof(img), "%.*s/" STORE_FILE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
+	if ((*loopfd = image_on(p->iso_host, img, true, s)) >= 0)
+		return 1;
+	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
+		 disk, img, p->iso_host);
 	return 0;
 }
 
@@ -259,6 +309,8 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);
 		return 0;
 	}
+	if (p->iso_host[0])
+		return store_beside_iso(p, kind, s, loopfd, why, wlen);
 	if (disk_of(SYSBLOCK, p->device, disk, sizeof(disk)) != 0) {
 		text_fmt(why, wlen, "cannot tell which disk %s is on", p->device);
 		return 0;
@@ -283,7 +335,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, s)) >= 0)
+		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, false, s)) >= 0)
 			return 1;
 	}
 	if (kind == PK_FILE)

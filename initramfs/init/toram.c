@@ -372,8 +372,20 @@ int toram_copy(struct plan *p)
 		text_fmt(p->toram_result, sizeof(p->toram_result), "copied; medium still mounted");
 		return 0;
 	}
-	ejected = eject(p->device);
-	msg("live.toram: layers are in RAM; the medium %s is released and can be removed (%s)", p->device, ejected);
+	if (p->iso_host[0]) { /* the loop device went with the ISO's mount (autoclear); now its partition */
+		if (path_fmt(medium, sizeof(medium), "%s/iso-host", p->run_live) == 0 && umount(medium) == 0) {
+			ejected = "the ISO file's partition is unmounted";
+		} else {
+			msg("live.toram: layers are in RAM, but %s (holding %s) stays mounted: %s", p->iso_host,
+			    p->iso_path, strerror(errno));
+			ejected = "the ISO file's partition is still mounted: do not remove it";
+			fail_clear();
+		}
+	} else {
+		ejected = eject(p->device);
+	}
+	msg("live.toram: layers are in RAM; the medium %s is released and can be removed (%s)",
+	    p->iso_host[0] ? p->iso_host : p->device, ejected);
 	text_fmt(p->toram_result, sizeof(p->toram_result), "copied %llu bytes in %.2f s; medium released; %s", total,
 		 copy_s, ejected);
 	return 0;

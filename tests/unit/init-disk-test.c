@@ -121,6 +121,61 @@ static bool skip_vdb(const char *sysblock, const char *name)
 	return strcmp(name, "vdb") == 0;
 }
 
+/* What disk_fs_type says of the first FS_SNIFF_LEN bytes of an image that cmd (a mkfs run, $F the file) makes. */
+static const char *fs_of_mkfs(const char *cmd)
+{
+	static unsigned char b[FS_SNIFF_LEN];
+	char file[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/fs.img", top);
+	unlink(file);
+	if (setenv("F", file, 1) != 0 || system(cmd) != 0)
+		return "(mkfs failed)";
+	fd = open(file, O_RDONLY);
+	n = fd < 0 ? -1 : read(fd, b, sizeof(b));
+	if (fd >= 0)
+		close(fd);
+	return n == (ssize_t)sizeof(b) ? disk_fs_type(b, sizeof(b)) ? disk_fs_type(b, sizeof(b)) : "(none)" : "(short)";
+}
+
+/* live.iso=: which partitions may hold the ISO file is told from their first bytes. */
+static void test_fs_type(void)
+{
+	static unsigned char b[FS_SNIFF_LEN];
+
+	CHECK_STR(fs_of_mkfs("truncate -s 8M \"$F\" && mkfs.ext4 -q -F \"$F\" >/dev/null 2>&1"), "ext4");
+	CHECK_STR(fs_of_mkfs("truncate -s 8M \"$F\" && mkfs.ext2 -q -F \"$F\" >/dev/null 2>&1"), "ext4");
+	CHECK_STR(fs_of_mkfs("mkfs.vfat -C -F 12 \"$F\" 4096 >/dev/null"), "vfat");
+	CHECK_STR(fs_of_mkfs("mkfs.vfat -C -F 16 \"$F\" 16384 >/dev/null"), "vfat");
+	CHECK_STR(fs_of_mkfs("mkfs.vfat -C -F 32 \"$F\" 40960 >/dev/null"), "vfat");
+	CHECK_STR(fs_of_mkfs("truncate -s 8M \"$F\" && mkfs.exfat \"$F\" >/dev/null"), "exfat");
+	CHECK_STR(fs_of_mkfs("truncate -s 8M \"$F\" && mkswap \"$F\" >/dev/null"), "(none)");
+	memset(b, 0, sizeof(b));
+	CHECK(disk_fs_type(b, sizeof(b)) == NULL, "zeros are nothing");
+	b[510] = 0x55;
+	b[511] = 0xAA;
+	memcpy(b + 3, "NTFS    ", 8);
+	CHECK(disk_fs_type(b, sizeof(b)) && strcmp(disk_fs_type(b, sizeof(b)), "ntfs3") == 0, "NTFS");
+	CHECK(disk_fs_type(b, 511) == NULL, "a boot sector cut short is nothing");
+	memset(b + 3, 0, 8);
+	memcpy(b + 82, "FAT32   ", 8);
+	CHECK(disk_fs_type(b, sizeof(b)) == NULL, "FAT32's name with no sector size (an MBR that happens to match)");
+	b[11] = 0x00;
+	b[12] = 0x02;
+	CHECK(disk_fs_type(b, sizeof(b)) && strcmp(disk_fs_type(b, sizeof(b)), "vfat") == 0, "FAT32, 512-byte sectors");
+	b[12] = 0x03;
+	CHECK(disk_fs_type(b, sizeof(b)) == NULL, "a 768-byte sector is no FAT");
+	b[510] = 0;
+	CHECK(disk_fs_type(b, sizeof(b)) == NULL, "no 55 AA, no FAT");
+	memset(b, 0, sizeof(b));
+	b[1024 + 0x38] = 0x53;
+	b[1024 + 0x39] = 0xEF;
+	CHECK(disk_fs_type(b, sizeof(b)) && strcmp(disk_fs_type(b, sizeof(b)), "ext4") == 0, "ext magic");
+	CHECK(disk_fs_type(b, 1024 + 0x39) == NULL, "ext magic past the bytes given");
+}
+
 int main(void)
 {
 	static unsigned char img[4 * 512];
@@ -168,6 +223,7 @@ int main(void)
 	CHECK(disk_list("/nonexistent-sysfs", NULL, NULL, names, 8) == -1 && strstr(fail_what(), "/nonexistent-sysfs"),
 	      "an unreadable sysfs is an error naming it: %s", fail_what());
 	fail_clear();
+	test_fs_type();
 
 	/* MBR: the disk signature and the partition number */
 	memset(img, 0, sizeof(img));

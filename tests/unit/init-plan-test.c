@@ -143,6 +143,28 @@ static void test_plan(void)
 	plan_print(&p, buf, sizeof(buf));
 	CHECK(strstr(buf, "\ndone=medium,layers\n") != NULL, "done printed: %s", buf);
 	CHECK(plan_print(&p, buf, 10) == 9 && strlen(buf) == 9, "truncates safely");
+	CHECK(strstr(buf, "medium.iso") == NULL, "no ISO file lines without live.iso=");
+
+	/* live.iso=: GRUB's iso_path, quoted when it has spaces; a relative path is read from the partition's top */
+	make("\"live.iso=/my isos/liveunion.iso\"", &p);
+	CHECK_STR(p.iso_path, "/my isos/liveunion.iso");
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nmedium.iso=/my isos/liveunion.iso\nmedium.iso.host=\nmedium.iso.fstype=\n") != NULL,
+	      "ISO file printed: %s", buf);
+	make("live.iso=isos/x.iso", &p);
+	CHECK_STR(p.iso_path, "/isos/x.iso");
+	{
+		char line[600];
+
+		snprintf(line, sizeof(line), "live.iso=/%0300d", 0);
+		make(line, &p);
+		CHECK(p.iso_path[0] == '\0' &&
+			      strstr(p.adjusted, "live.iso= is 301 bytes, longer than a path here may be"),
+		      "a path too long is said and ignored (so the medium is looked for as a device): %s", p.adjusted);
+		snprintf(line, sizeof(line), "live.timeout=0 live.iso=/%0300d", 0);
+		make(line, &p);
+		CHECK(strstr(p.adjusted, "s used; live.iso= is 301 bytes") != NULL, "both said: %s", p.adjusted);
+	}
 }
 
 static void test_layers(void)
