@@ -147,15 +147,31 @@ static int image_on(const char *part, const char *path, bool iso_host, struct st
 			msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
 			return -1;
 		}
-		text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
-		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path,
-			 part + 5, types[i], offset, s->dev);
-		return fd;
-	}
-	if (strcmp(types[i], "ext4") == 0)
+		/* Through the partition's page cache every write at the store's ends would rewrite the whole 4 KiB page
+		 * around it: with a store that does not start and end on a page boundary (a FAT with 512-byte clusters)
+		 * the FAT's own sectors beside it (its directory, say) would be written again and again, and a power
+		 * cut could tear them. Direct I/O writes exactly the store's sectors; without it only a store on page
+		 * boundaries is used this way. */
+		if (s->ro || ioctl(fd, LOOP_SET_DIRECT_IO, 1UL) == 0 || (offset % 4096 == 0 && fsize % 4096 == 0)) {
+			text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
+			text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path,
+				 part + 5, types[i], offset, s->dev);
+			return fd;
+		}
+		msg("persistence: %s on /dev/%s lies at byte %llu, not on a 4 KiB boundary, and the loop device refused "
+		    "direct I/O (%s): used through the %s filesystem instead, which stays mounted until power-off",
+		    path, part + 5, offset, strerror(errno), types[i]);
+		if (close(fd) != 0)
+			msg("close /dev/loop%d: %s", nr, strerror(errno));
+		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) !=
+		    0) {
+			msg("persistence: mount %s again: %s", part, strerror(errno));
+			return -1;
+		}
+	} else if (strcmp(types[i], "ext4") == 0)
 		msg("persistence: %s on /dev/%s is used through its ext4 filesystem, which stays mounted until power-off",
 		    path, part + 5);
-	else
+	else if (direct != 0)
 		msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted "
 		    "until power-off (other systems may then call it not cleanly unmounted)",
 		    path, part + 5, types[i]);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256); with no medium the init lists the devices no driver took
+# summary: the debian profile on the pc kernel (Debian's signed 6.12 + our overlay.ko), q35 with 4 CPUs and 2 GiB, the ISO as an AHCI CD, with NVMe, SD on sdhci-pci, USB on xHCI/EHCI/OHCI/UHCI (keyboard, tablet), e1000e and rtl8139, HDA, VGA and virtio-gpu, i6300esb: 4 CPUs online, a driver on every PCI device, our overlay.ko in force (NAME_MAX 255), flavour named in os-release and the plan; then under lockdown=integrity our unsigned module is refused and Debian's loads with the warning (NAME_MAX 256); with no medium the init lists the devices no driver took; the same ISO found on a USB stick, an NVMe disk and an SD card, and booted by UEFI from the CD
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib/profile.bash
@@ -91,5 +91,34 @@ check lists-unbound-devices log_has '^liveunion: devices with no driver \(pci, u
 check names-e1000-without-module log_has '^liveunion: +.*\(pci:v00008086d0000100E[^)]*\): no module in the initramfs for it$'
 check bridges-not-listed log_lacks '^liveunion: +.*\(pci:[^)]*bc06sc[^)]*\):'
 check ide-not-listed log_lacks '^liveunion: +.*\(pci:v00008086d00007010[^)]*\):'
+vm_stop
+
+# The ISO as users boot it from other media: written to a USB stick (xHCI), an NVMe disk and an SD card (sdhci-pci),
+# the initramfs loads their drivers by modalias and stacks the verified root from them (up to the hand-over; the
+# boot to a login is the CD's above). An SD card's size is a power of two in qemu: the copy is padded.
+require medium-copy cp --sparse=always "$iso" "$disks/medium.img"
+require medium-padded truncate -s 512M "$disks/medium.img"
+for m in usb nvme sd; do
+	# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+	case $m in
+	usb) bus=(-device qemu-xhci,id=xhci -device usb-storage,bus=xhci.0,drive=m) want='sd[a-z]' ;;
+	nvme) bus=(-device nvme,serial=liveunion,drive=m) want='nvme0n1' ;;
+	sd) bus=(-device sdhci-pci -device sd-card,drive=m) want='mmcblk0' ;;
+	esac
+	require "$m-qemu-starts" vm_start "pc-hardware-$m" kernel "" -kernel "$OUT/pc/vmlinuz" -initrd "$OUT/pc/initramfs.img" \
+		-append "$cmdline" -drive "if=none,id=m,format=raw,file=$disks/medium.img,snapshot=on" "${bus[@]}"
+	require "$m-hand-over" vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
+	check "$m-medium-found-on-it" log_has "^liveunion: medium UUID=[0-9]+ found on /dev/${want}p?[0-9]* "
+	check "$m-layers-verified" log_has '^liveunion: stack, bottom to top \([0-9]+ layer\(s\), dm-verity\)'
+	check "$m-no-module-failed" log_lacks 'liveunion: module [^ ]+ \(for .*\) failed to load'
+	vm_stop
+done
+
+# UEFI (OVMF) from the CD: GRUB's menu names the flavour and boots the pc kernel to the hand-over.
+require uefi-qemu-starts vm_start pc-hardware-uefi cd-uefi "$iso"
+require uefi-hand-over vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
+check uefi-menu-names-pc log_has 'liveunion [^ ]+, pc kernel'
+check uefi-kernel-is-pc log_has '^liveunion: +kernel=pc$'
+check uefi-medium-is-the-cd log_has '^liveunion: medium UUID=[0-9]+ found on /dev/sr0 '
 vm_stop
 finish
