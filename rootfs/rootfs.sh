@@ -18,7 +18,7 @@ rootfs_tree() {
 	done
 	[ -e "$t/sbin/init" ] || ln -s ../bin/busybox "$t/sbin/init"
 	rootfs_liveunion "$t"
-	rootfs_mksquashfs "$t"
+	rootfs_hostbins "$t"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	cat >"$t/usr/lib/os-release" <<-EOT
 	NAME="liveunion"
@@ -57,43 +57,54 @@ rootfs_liveunion() {
 	install -D -m 0644 "$OUT/liveunion/man/liveunion-boot.7" "$t/usr/share/man/man7/liveunion-boot.7"
 }
 
-# `liveunion save` packs the upper with mksquashfs: the build host's (squashfs-tools), with the shared
-# libraries and the dynamic loader ldd names (and libgcc_s, below), where the loader looks without a cache.
-ROOTFS_MKSQUASHFS=${ROOTFS_MKSQUASHFS:-/usr/bin/mksquashfs}
-rootfs_mksquashfs_files() { # the binary, then every library and the loader, resolved
-	local p
-	printf '%s\n' "$ROOTFS_MKSQUASHFS"
-	ldd "$ROOTFS_MKSQUASHFS" | while read -r a b c _; do
-		case "$a $b $c" in
-		*" => /"*) p=$c ;;
-		/*) p=$a ;;
-		*) continue ;; # linux-vdso: in the kernel
-		esac
-		printf '%s\n' "$p"
-	done
+# Host programs the live root carries, with the shared libraries and the dynamic loader ldd names (and libgcc_s,
+# below), where the loader looks without a cache: mksquashfs for `liveunion save` (squashfs-tools), cryptsetup for
+# the init to unlock an encrypted store with (it runs it from the mounted layer: cryptsetup-bin).
+ROOTFS_HOSTBINS=${ROOTFS_HOSTBINS:-/usr/bin/mksquashfs /sbin/cryptsetup}
+rootfs_hostbin_files() { # the binaries, then every library and the loader, resolved, each once
+	local b p
+	# shellcheck disable=SC2086 # a word list
+	printf '%s\n' $ROOTFS_HOSTBINS
+	for b in $ROOTFS_HOSTBINS; do
+		ldd "$b" | while read -r a _ c _; do
+			case "$a $c" in
+			*" /"*) p=$c ;;
+			/*) p=$a ;;
+			*) continue ;; # linux-vdso: in the kernel
+			esac
+			printf '%s\n' "$p"
+		done
+	done | sort -u
 	# glibc dlopens libgcc_s when a thread exits (pthread_exit unwinds the stack): ldd cannot see it, and
 	# without it mksquashfs aborts ("libgcc_s.so.1 must be installed for pthread_exit to work")
 	# (awk reads to the end: leaving early would kill ldconfig with SIGPIPE, which pipefail turns into a failed build)
 	ldconfig -p | awk '$1 == "libgcc_s.so.1" && /x86-64/ && !n++ { print $NF }'
 }
-rootfs_mksquashfs() {
-	local t=$1 f
-	install -m 0755 "$ROOTFS_MKSQUASHFS" "$t/usr/bin/mksquashfs"
+rootfs_hostbins() {
+	local t=$1 f n
+	n=$(wc -w <<<"$ROOTFS_HOSTBINS")
 	mkdir -p "$t/lib/x86_64-linux-gnu" "$t/lib64"
-	rootfs_mksquashfs_files | tail -n +2 | while read -r f; do
-		case "$f" in
-		*/ld-linux*) install -m 0755 "$(readlink -f "$f")" "$t/lib64/$(basename "$f")" ;;
-		*) install -m 0644 "$(readlink -f "$f")" "$t/lib/x86_64-linux-gnu/$(basename "$f")" ;;
-		esac
-	done
-	# it must run in the tree as it will in the live system (chroot needs root; then the loader is asked)
+	rootfs_hostbin_files | {
+		while [ "$n" -gt 0 ] && read -r f; do
+			install -D -m 0755 "$f" "$t$f"
+			n=$((n - 1))
+		done
+		while read -r f; do
+			case "$f" in
+			*/ld-linux*) install -m 0755 "$(readlink -f "$f")" "$t/lib64/$(basename "$f")" ;;
+			*) install -m 0644 "$(readlink -f "$f")" "$t/lib/x86_64-linux-gnu/$(basename "$f")" ;;
+			esac
+		done
+	}
+	# they must run in the tree as they will in the live system (chroot needs root; then the loader is asked)
 	if [ "$(id -u)" -eq 0 ]; then
 		# a real run: its threads exit, which is when a missing libgcc_s shows
 		chroot "$t" /usr/bin/mksquashfs /etc /tmp/mksquashfs-check.squashfs -noappend -quiet -no-progress >/dev/null &&
-			rm "$t/tmp/mksquashfs-check.squashfs"
+			rm "$t/tmp/mksquashfs-check.squashfs" && chroot "$t" /sbin/cryptsetup --version >/dev/null
 	else
-		"$t/lib64/ld-linux-x86-64.so.2" --library-path "$t/lib/x86_64-linux-gnu" "$t/usr/bin/mksquashfs" -version >/dev/null
-	fi || die "mksquashfs does not run in the live root tree $t"
+		"$t/lib64/ld-linux-x86-64.so.2" --library-path "$t/lib/x86_64-linux-gnu" "$t/usr/bin/mksquashfs" -version >/dev/null &&
+			"$t/lib64/ld-linux-x86-64.so.2" --library-path "$t/lib/x86_64-linux-gnu" "$t/sbin/cryptsetup" --version >/dev/null
+	fi || die "mksquashfs or cryptsetup does not run in the live root tree $t"
 }
 
 # Pseudo-definitions: every file is root-owned (-all-root); these add modes and nodes a user cannot create.
@@ -112,7 +123,7 @@ rootfs_pseudo() {
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_rootfs() {
 	local h t mksq
-	mapfile -t mksq < <(rootfs_mksquashfs_files)
+	mapfile -t mksq < <(rootfs_hostbin_files)
 	rootfs_man
 	h=$(hash_of "$TOP/rootfs/files" "$TOP/rootfs/rootfs.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" \
 		"$OUT/liveunion/man/liveunion-boot.7" "$ROOTFS_BUSYBOX" "$TOP/VERSION" "${mksq[@]}")

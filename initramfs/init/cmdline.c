@@ -44,6 +44,9 @@ const struct key_def key_table[K_COUNT] = {
 		"boot the ISO as a file: its path on a partition of any disk (ext2/3/4, FAT, exFAT), as a multi-boot "
 		"stick's GRUB passes it (loopback.cfg); the ISO in it must match live.medium=; persistence auto looks "
 		"beside it", 0, NULL},
+	[K_PERSISTTIMEOUT] = {"persist.timeout", T_UINT, "0",
+		"seconds to wait for the passphrase of an encrypted store (LUKS2) before booting with tmpfs; 0: wait for it",
+		86400, NULL},
 };
 /* clang-format on */
 

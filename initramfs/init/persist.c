@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "luks.h"
 #include "meta.h"
 #include "paths.h"
 #include "saved.h"
@@ -204,6 +205,7 @@ int persist_upper(struct plan *p)
 	struct meta m;
 	bool have_meta = false;
 	int loopfd, found, i;
+	size_t used;
 
 	memset(&s, 0, sizeof(s));
 	s.ro = p->persist_ro;
@@ -223,6 +225,20 @@ int persist_upper(struct plan *p)
 		text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s", why);
 		msg("persistence: %s", p->persist_result);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+	}
+	/* the store found as today, and only it, is asked for: another encrypted disk never is */
+	if (s.luks) {
+		char mapped[64];
+
+		if (luks_unlock(p, s.dev, s.what, s.ro, mapped, sizeof(mapped), why, sizeof(why)) != 0) {
+			text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s (not unlocked)", why);
+			msg("persistence: %s: not unlocked, nothing written to it; changes go to tmpfs", why);
+			store_release(&s, loopfd, false);
+			return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		}
+		used = strlen(s.what);
+		text_fmt(s.what + used, sizeof(s.what) - used, " unlocked as %s", mapped);
+		text_fmt(s.dev, sizeof(s.dev), "%s", mapped);
 	}
 	if (store_check(&s) == 0 && mount_store(&s, &m, &have_meta) == 0) {
 		if (saved_plan(p, &s, loopfd) != 0)
@@ -260,6 +276,8 @@ int persist_upper(struct plan *p)
 		fail_clear();
 	}
 	text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s not usable (see above)", s.what);
+	if (s.luks)
+		luks_close(p);
 	store_release(&s, loopfd, false);
 	return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
 }

@@ -86,6 +86,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	p->persist_ro = c->v[K_PERSISTRO].flag;
 	p->persist_reset = c->v[K_PERSISTRESET].flag;
 	copy(p->persist_paths, sizeof(p->persist_paths), c->v[K_PERSISTPATHS].s);
+	p->persist_timeout = (unsigned)c->v[K_PERSISTTIMEOUT].u;
 	copy(p->run_live, sizeof(p->run_live), run_live);
 	copy(p->newroot, sizeof(p->newroot), newroot);
 	p->facts = *f;

@@ -53,6 +53,7 @@ struct plan {
 	enum persist_kind persist_kind;
 	char persist_arg[VALUE_MAX]; /* what follows LABEL=, UUID=, PARTUUID= or file: */
 	bool persist_ro, persist_reset;
+	unsigned persist_timeout;      /* live.persist.timeout: seconds to wait for a store's passphrase, 0 for ever */
 	char persist_paths[VALUE_MAX]; /* live.persist.paths as written */
 	char verify[VALUE_MAX];
 	enum verify_mode verify_mode;

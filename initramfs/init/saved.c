@@ -114,6 +114,12 @@ int saved_only_boot(struct plan *p)
 		msg("persistence: none: live.persist=off; no saved layers (%s)", why);
 		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
 	}
+	if (s.luks) { /* live.persist=off asks for nothing */
+		msg("persistence: none: live.persist=off; the store %s is encrypted and not unlocked: no saved layers",
+		    s.what);
+		store_release(&s, loopfd, false);
+		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+	}
 	/* no e2fsck here (nothing may be written), so a store the kernel marked damaged is not read at all */
 	if (store_read_sb(s.dev, &sb) == 0 && sb.ext && sb.errors) {
 		msg("persistence: none: live.persist=off; the store %s is marked as having errors (run e2fsck %s by hand): "

@@ -18,6 +18,7 @@
 #include "kapi.h"
 #include "log.h"
 #include "loop.h"
+#include "luks.h"
 #include "modload.h"
 #include "util.h"
 
@@ -191,6 +192,35 @@ static int image_on(const char *part, const char *path, bool iso_host, struct st
 	return fd;
 }
 
+/* A device carrying the store's label: an ext2/3/4 filesystem, or a LUKS2 container (s->luks set). 1 yes, 0 no,
+ * -1 unreadable. */
+static int labelled_store(const char *dev, struct store *s)
+{
+	struct luks_id lid;
+	struct sb sb;
+
+	if (store_read_sb(dev, &sb) != 0)
+		return -1;
+	if (sb.ext)
+		return strcmp(sb.label, STORE_LABEL) == 0;
+	s->luks = luks_read_id(dev, &lid) == 1 && strcmp(lid.label, STORE_LABEL) == 0;
+	return s->luks;
+}
+
+/* An image file just attached (s->dev): a LUKS2 container is unlocked before use. */
+static int image_found(struct store *s, int fd)
+{
+	struct luks_id lid;
+
+	s->luks = luks_read_id(s->dev, &lid) == 1;
+	if (s->luks) {
+		size_t used = strlen(s->what);
+
+		text_fmt(s->what + used, sizeof(s->what) - used, ", LUKS2");
+	}
+	return fd;
+}
+
 /* Our own loop devices (layers, toram, an image file attached later) and RAM disks never hold a store: left
  * out of the search, so many layers cannot push the store's disk past the list's end. */
 static bool never_a_store(const char *sysblock, const char *name)
@@ -229,7 +259,6 @@ static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct
 {
 	char names[MAX_PARTS][DISK_NAME_LEN], disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], img[PATH_LEN + 32];
 	const char *slash = strrchr(p->iso_path, '/');
-	struct sb sb;
 	int n, i;
 
 	if (disk_of(SYSBLOCK, p->iso_host, disk, sizeof(disk)) != 0) {
@@ -239,27 +268,28 @@ static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct
 	n = list_block(disk, names, MAX_PARTS);
 	if (kind == PK_FILE) {
 		if ((*loopfd = image_on(p->iso_host, p->persist_arg, true, s)) >= 0)
-			return 1;
+			return image_found(s, *loopfd) >= 0;
 		for (i = 0; i < n; i++)
 			if (path_fmt(dev, sizeof(dev), "/dev/%s", names[i]) == 0 && strcmp(dev, p->iso_host) != 0 &&
 			    (*loopfd = image_on(dev, p->persist_arg, false, s)) >= 0)
-				return 1;
+				return image_found(s, *loopfd) >= 0;
 		text_fmt(why, wlen, "no %s on %s (holding the ISO file) nor on the FAT/exFAT partitions of /dev/%s",
 			 p->persist_arg, p->iso_host, disk);
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if (store_read_sb(dev, &sb) == 0 && sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
+		if (labelled_store(dev, s) == 1) {
 			note_read_only(s, dev);
 			text_fmt(s->dev, sizeof(s->dev), "%s", dev);
-			text_fmt(s->what, sizeof(s->what), "%s (LABEL=" STORE_LABEL ")", dev);
+			text_fmt(s->what, sizeof(s->what), "%s (%sLABEL=" STORE_LABEL ")", dev,
+				 s->luks ? "LUKS2 " : "");
 			return 1;
 		}
 	}
 	text_fmt(img, sizeof(img), "%.*s/" STORE_FILE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
 	if ((*loopfd = image_on(p->iso_host, img, true, s)) >= 0)
-		return 1;
+		return image_found(s, *loopfd) >= 0;
 	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
 		 disk, img, p->iso_host);
 	return 0;
@@ -287,11 +317,20 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 				    (disk_part_uuid(SYSBLOCK, "/dev", names[i], pu, sizeof(pu)) != 0 ||
 				     strcasecmp(pu, want) != 0))
 					continue;
-				if (store_read_sb(dev, &sb) != 0 || !sb.ext)
+				if (store_read_sb(dev, &sb) != 0)
 					continue;
-				if (kind != PK_PARTUUID &&
-				    (kind == PK_LABEL ? strcmp(sb.label, want) != 0 : strcasecmp(sb.uuid, want) != 0))
+				if (!sb.ext) { /* a LUKS2 container answers to its header's label and UUID */
+					struct luks_id lid;
+
+					if (luks_read_id(dev, &lid) != 1 ||
+					    (kind == PK_LABEL ? strcmp(lid.label, want) != 0 :
+					     kind == PK_UUID  ? strcasecmp(lid.uuid, want) != 0 :
+								0))
+						continue;
+				} else if (kind != PK_PARTUUID && (kind == PK_LABEL ? strcmp(sb.label, want) != 0 :
+										      strcasecmp(sb.uuid, want) != 0)) {
 					continue;
+				}
 				/* two sticks with one name (a second liveunion stick, a dd clone): which one holds
 				 * the user's data is a guess, so neither is used */
 				if (first[0]) {
@@ -305,11 +344,12 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 					return 0;
 				}
 				text_fmt(first, sizeof(first), "%s", dev);
+				s->luks = !sb.ext;
 			}
 			if (first[0]) {
 				note_read_only(s, first);
 				text_fmt(s->dev, sizeof(s->dev), "%s", first);
-				text_fmt(s->what, sizeof(s->what), "%s (%s)", first, spec);
+				text_fmt(s->what, sizeof(s->what), "%s (%s%s)", first, s->luks ? "LUKS2 " : "", spec);
 				return 1;
 			}
 			if (waited >= p->timeout * 4)
@@ -337,22 +377,27 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	if (kind != PK_FILE) {
 		for (i = 0; i < n; i++) {
 			text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-			if (store_read_sb(dev, &sb) != 0) { /* an I/O error: the store may be there, say so */
+			int r = labelled_store(dev, s);
+
+			if (r < 0) { /* an I/O error: the store may be there, say so */
 				text_list_add(unreadable, sizeof(unreadable), dev, strlen(dev));
 				continue;
 			}
-			if (sb.ext && strcmp(sb.label, STORE_LABEL) == 0) {
+			if (r) {
 				note_read_only(s, dev);
 				text_fmt(s->dev, sizeof(s->dev), "%s", dev);
-				text_fmt(s->what, sizeof(s->what), "%s (LABEL=" STORE_LABEL ")", dev);
+				text_fmt(s->what, sizeof(s->what), "%s (%sLABEL=" STORE_LABEL ")", dev,
+					 s->luks ? "LUKS2 " : "");
 				return 1;
 			}
 		}
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, false, s)) >= 0)
+		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, false, s)) >= 0) {
+			image_found(s, *loopfd);
 			return 1;
+		}
 	}
 	if (kind == PK_FILE)
 		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", want, disk);

@@ -26,6 +26,7 @@ struct store {
 	char dir[PATH_LEN + 16];  /* run_live/store */
 	bool ro;
 	bool dev_ro; /* ro because the device is (a write-protected stick), not because live.persist.ro asked */
+	bool luks;   /* dev is a LUKS2 container (label or UUID matched its header): unlock before use */
 };
 
 /* s->dir (run_live/store, where the store is mounted) and s->host (where a FAT holding an image file is)

@@ -1,9 +1,12 @@
-/* Unit tests: what the persistence store reads from disks it does not trust (store.c, util.c): the ext2/3/4
- * superblock, the cluster size of FAT and exFAT boot sectors, and the walk over a file's block map (a fake map). */
+/* Unit tests: what the persistence store reads from disks it does not trust (store.c, util.c, luks.c): the ext2/3/4
+ * superblock, the LUKS2 header, the cluster size of FAT and exFAT boot sectors, and the walk over a file's block map
+ * (a fake map); and which consoles a passphrase is asked on (ask.c). */
 #include <errno.h>
 
+#include "ask.h"
 #include "init-test.h"
 #include "log.h"
+#include "luks.h"
 #include "store.h"
 #include "util.h"
 
@@ -132,9 +135,48 @@ static void test_block_run(void)
 	CHECK(block_run(3 * 512, 0, 512, fake_map, &f, &first, why, sizeof(why)) == -1, "no wrap past 2^64");
 }
 
+static void test_luks(void)
+{
+	unsigned char b[512];
+	struct luks_id id;
+
+	memset(b, 0, sizeof(b));
+	memcpy(b, "LUKS\xba\xbe\x00\x02", 8);
+	memcpy(b + 24, "liveunion-rw", 12);
+	memcpy(b + 168, "33ab887c-6435-471b-a25b-64f2b900f3a3", 36);
+	CHECK(luks_id_parse(b, sizeof(b), &id) == 0, "a LUKS2 header");
+	CHECK_STR(id.label, "liveunion-rw");
+	CHECK_STR(id.uuid, "33ab887c-6435-471b-a25b-64f2b900f3a3");
+	CHECK(luks_id_parse(b, 511, &id) == -1 && id.label[0] == '\0', "a header cut short is none");
+	memset(b + 24, 'x', 48); /* no NUL in the field: 48 characters at most */
+	b[30] = 0x07;
+	CHECK(luks_id_parse(b, sizeof(b), &id) == 0 && strlen(id.label) == 48 && id.label[6] == '?',
+	      "a label filling its field, a control character shown as ?: %s", id.label);
+	b[7] = 1;
+	CHECK(luks_id_parse(b, sizeof(b), &id) == -1, "LUKS1 is not taken for a store");
+	b[7] = 2;
+	b[4] = 0xbf;
+	CHECK(luks_id_parse(b, sizeof(b), &id) == -1, "wrong magic");
+}
+
+static void test_consoles(void)
+{
+	char devs[4][32];
+
+	CHECK(ask_consoles("tty0 ttyS0\n", devs, 4) == 2 && strcmp(devs[0], "/dev/tty0") == 0 &&
+		      strcmp(devs[1], "/dev/ttyS0") == 0,
+	      "screen and serial");
+	CHECK(ask_consoles("ttyS0 ttyS0 tty0", devs, 4) == 2, "each console once");
+	CHECK(ask_consoles("../sda ttyS1", devs, 4) == 1 && strcmp(devs[0], "/dev/ttyS1") == 0, "no paths");
+	CHECK(ask_consoles("", devs, 4) == 0, "none listed");
+	CHECK(ask_consoles("a b c d e f", devs, 4) == 4, "at most max");
+}
+
 int main(void)
 {
 	log_use_fd(2);
+	test_luks();
+	test_consoles();
 	test_ext_sb();
 	test_fat();
 	test_block_run();
