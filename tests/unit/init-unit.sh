@@ -17,8 +17,8 @@ for t in cmdline plan disk store modalias meta; do
 	modalias) srcs=("$SRC/modalias.c") ;;
 	meta) srcs=("$SRC/meta.c" "$SRC/text.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
-	store) srcs=("$SRC/store.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/modload.c"
-		"$SRC/modalias.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+	store) srcs=("$SRC/store.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/progress.c"
+		"$SRC/modload.c" "$SRC/modalias.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/text.c"
 		"$SRC/util.c" "$SRC/log.c") ;;
 	esac

@@ -38,8 +38,10 @@ for f in "${files[@]}"; do
 done
 # The unpatched files: reverse the series, last patch first, on a copy when the cached tree is already patched.
 for ((i = ${#series[@]} - 1; i >= 0; i--)); do
-	if patch -s -R -d "$work/good" -p1 --dry-run --batch <"$TOP/kernel/patches/${series[i]}" >/dev/null 2>&1; then
-		patch -s -R -d "$work/good" -p1 --batch <"$TOP/kernel/patches/${series[i]}"
+	# -f, not --batch: --batch takes a patch that only applies forward for a reversed one and applies it forward,
+	# which patched the pristine files of a tree with no cached kernel source (out/kernel/src-* gone)
+	if patch -s -R -f -d "$work/good" -p1 --dry-run <"$TOP/kernel/patches/${series[i]}" >/dev/null 2>&1; then
+		patch -s -R -f -d "$work/good" -p1 <"$TOP/kernel/patches/${series[i]}"
 	fi
 done
 cp -a "$work/good" "$work/broken"
