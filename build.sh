@@ -5,11 +5,14 @@
 #   ./build.sh usb [--persist-size SIZE] [--file [--exfat]] [-o IMAGE] [--device /dev/sdX]
 #                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
-#   ./build.sh iso-with ISO LAYER...   another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
-#   ./build.sh clean      remove out/
+#   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
+#   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
+#                         keeps trusting the next build)
 #   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
 #                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see README
-# Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS;
+# Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS; SB_KEY and SB_CERT (the
+#   Secure Boot key and certificate that sign what we build; default: one made once under out/sb/key), ISO_UKI=1
+#   (UEFI boots signed unified kernel images through systemd-boot; see README, Secure Boot);
 #   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache),
 #   DEBOOTSTRAP_TIMEOUT (seconds, default 1800); tests: TEST_TIMEOUT (seconds per test, default 1200).
 set -euo pipefail
@@ -32,9 +35,9 @@ export SOURCE_DATE_EPOCH
 
 BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
-	grub-efi-amd64-bin grub-common mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin)
+	mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin sbsigntool openssl faketime)
 TEST_PKGS=(qemu-system-x86 qemu-utils ovmf shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
-	man-db groff-base fusefat grub-pc-bin)
+	man-db groff-base fusefat grub-pc-bin grub-efi-amd64-bin grub-common)
 
 log() { printf '%s\n' "liveunion: $*" >&2; }
 die() { printf '%s\n' "liveunion: ${STAGE:+$STAGE: }error: $*" >&2; exit 1; }
@@ -98,6 +101,8 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/rootfs/rootfs.sh"
 # shellcheck source=iso/iso.sh
 . "$TOP/iso/iso.sh"
+# shellcheck source=iso/sb.sh
+. "$TOP/iso/sb.sh"
 # shellcheck source=rootfs/profile.sh
 . "$TOP/rootfs/profile.sh"
 # shellcheck source=rootfs/debian.sh
@@ -169,7 +174,7 @@ usb)
 	;;
 iso-with)
 	# A test image from what the build made: no stage runs (the kernel is never rebuilt here); cached by its inputs.
-	[ $# -ge 3 ] || die "usage: ./build.sh iso-with OUTPUT.iso NN-name.squashfs..."
+	[ $# -ge 2 ] || die "usage: ./build.sh iso-with OUTPUT.iso [NN-name.squashfs...]"
 	STAGE="iso-with"
 	iso=$(realpath -m "$2")
 	shift 2
@@ -180,7 +185,13 @@ deps)
 	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${PROFILE_PKGS[@]}"
 	;;
 clean)
-	rm -rf "$OUT"
+	if [ -d "$OUT/sb/key" ]; then
+		find "$OUT" -mindepth 1 -maxdepth 1 ! -name sb -exec rm -rf {} +
+		find "$OUT/sb" -mindepth 1 -maxdepth 1 ! -name key -exec rm -rf {} +
+		log "removed $OUT except the Secure Boot key $OUT/sb/key (delete it yourself to make a new one)"
+	else
+		rm -rf "$OUT"
+	fi
 	;;
 -h | --help | help)
 	sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" # the header comment, however long

@@ -38,6 +38,11 @@ pc_initramfs_tree() {
 	sed -e 's/#.*//' "$TOP/initramfs/pc-modules" | awk '$2 == "preload" { print $1 }' >"$d/etc/liveunion-modules.preload"
 	cp "$OUT/pc/overlay.ko" "$d/lib/liveunion/overlay.ko"
 	cp "$OUT/pc/squashfs.ko" "$d/lib/liveunion/squashfs.ko"
+	# Signed with our key (iso/sb.sh): under Secure Boot the kernel loads them once that key is enrolled (MOK or
+	# db); until then it refuses them and the init falls back to Debian's own modules (initramfs/init/modload.c).
+	for m in overlay squashfs; do
+		sb_sign_module "$root/usr/lib/linux-kbuild-${rel%-amd64}/scripts/sign-file" "$d/lib/liveunion/$m.ko"
+	done
 	n=$(wc -l <"$d/paths")
 	log "  $n modules for the pc initramfs ($(grep -c . "$d/lib/modules/$rel/modules.alias") aliases)"
 }
@@ -61,7 +66,8 @@ stage_pcinitramfs() {
 	[ -x "$OUT/initramfs/init" ] || die "no $OUT/initramfs/init: run the initramfs stage first"
 	gen=$(initramfs_gen_cpio)
 	h=$(printf '%s\n' "$rel" "$(hash_of "$TOP/initramfs/pc.sh" "$TOP/initramfs/pc-modules" "$OUT/initramfs/init" \
-		"$OUT/pc/overlay.ko" "$OUT/pc/squashfs.ko" "$OUT/initramfs/list" "$gen")" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
+		"$OUT/pc/overlay.ko" "$OUT/pc/squashfs.ko" "$OUT/initramfs/list" "$gen")" "$(xz --version | head -1)" \
+		"signed by $(sb_fingerprint)" | sha256sum | cut -c1-16)
 	if stage_done pcinitramfs "$h" && [ -f "$img" ]; then
 		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
 		return 0

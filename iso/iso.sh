@@ -20,7 +20,9 @@ ISO_MENU_TIMEOUT=${ISO_MENU_TIMEOUT:-2}
 ISO_FLAVOUR=${ISO_FLAVOUR:-tiny}
 ISO_KERNEL=${ISO_KERNEL:-}
 ISO_INITRAMFS=${ISO_INITRAMFS:-}
-GRUB_MODULES="normal configfile search search_fs_uuid search_label iso9660 fat part_gpt part_msdos linux echo test serial terminal efi_gop efi_uga all_video gzio sleep"
+# The ESP is also the CD's El Torito EFI boot image, whose size field counts 512-byte sectors in 16 bits: firmware
+# does not find a larger one (OVMF: "Not Found").
+ISO_ESP_MAX=$((65535 * 512))
 
 # iso_uuid HASH: the 16-digit ISO9660 modification date the init and GRUB look for: the build date plus
 # two digits of the content hash, so two different builds of one day are told apart.
@@ -35,27 +37,76 @@ iso_subst() {
 		-e "s|@TIMEOUT@|$ISO_MENU_TIMEOUT|g" -e "s|@FLAVOUR@|$ISO_FLAVOUR|g" -e "s|@TIMEOUT10@|$t10|g" "$1"
 }
 
-# iso_esp DIR UUID GRUBUUID: a small FAT ESP holding GRUB as the removable-media path EFI/BOOT/BOOTX64.EFI.
-# GRUB is made by grub-mkimage from GRUB_MODULES (all built in) plus a memdisk tar that holds only the embedded
-# grub.cfg: grub-mkstandalone would do the same but writes the build's wall-clock time into its memdisk tar, so no
-# two builds would give the same ISO. Our tar has fixed owners, order and dates (SOURCE_DATE_EPOCH).
+# iso_esp DIR UUID GRUBUUID KERNEL INITRD CMDLINE: DIR/efi.img, the FAT ESP of the UEFI path, with files dated
+# SOURCE_DATE_EPOCH. Default: Debian's signed chain as its own ISOs carry it, on the removable-media path:
+#   EFI/BOOT/BOOTX64.EFI  shim (signed by Microsoft's UEFI CA), which loads and checks
+#   EFI/BOOT/grubx64.efi  Debian's signed GRUB (its CD build: GRUB reads /boot/grub/grub.cfg on the device it came
+#                         from: the ISO's own menu from a CD, from a stick the ESP's, which finds the ISO by UUID)
+#   EFI/BOOT/mmx64.efi    MokManager, which shim starts to enroll our certificate
+#   boot/grub/grub.cfg    that finder (iso/grub-esp.cfg.in)
+# ISO_UKI=1: the menu entries as unified kernel images signed with our key, and systemd-boot (signed too) as the
+# menu: EFI/BOOT/BOOTX64.EFI, loader/loader.conf, EFI/Linux/liveunion-N-NAME.efi (iso/uki-entries); the same systemd-boot behind
+# shim in EFI/liveunion/ (shimx64.efi, grubx64.efi, mmx64.efi) for machines that trust Microsoft's CA and our MOK.
+# Both: liveunion-sb.cer, our certificate (DER) to enroll.
 iso_esp() {
-	local d=$1 uuid=$2 grubuuid=$3 efi=$1/bootx64.efi kb
-	rm -rf "$d/memdisk"
-	mkdir -p "$d/memdisk/boot/grub"
-	iso_subst "$TOP/iso/grub-embed.cfg.in" "" "$grubuuid" >"$d/memdisk/boot/grub/grub.cfg"
-	tar -C "$d/memdisk" --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
-		--mode=u=rwX,go=rX --format=ustar -cf "$d/memdisk.tar" boot || die "tar of GRUB's memdisk failed"
-	# shellcheck disable=SC2086 # GRUB_MODULES is a word list on purpose
-	grub-mkimage -O x86_64-efi -o "$efi" -p '(memdisk)/boot/grub' -m "$d/memdisk.tar" memdisk tar $GRUB_MODULES ||
-		die "grub-mkimage (x86_64-efi, modules: $GRUB_MODULES) failed"
-	kb=$(($(du -k "$efi" | cut -f1) + 256))
+	local d=$1 uuid=$2 grubuuid=$3 kernel=$4 initrd=$5 cmdline=$6 r=$OUT/sb/root f kb n e keys title each room left
+	sb_fetch
+	sb_keys
+	rm -rf "$d/fs"
+	mkdir -p "$d/fs/EFI/BOOT"
+	cp "$SB_CERT_DER" "$d/fs/liveunion-sb.cer"
+	if [ "$ISO_UKI" = 1 ]; then
+		mkdir -p "$d/fs/EFI/Linux" "$d/fs/EFI/liveunion" "$d/fs/loader"
+		sb_sign_efi "$r/$SB_SDBOOT" "$d/fs/EFI/BOOT/BOOTX64.EFI"
+		cp "$d/fs/EFI/BOOT/BOOTX64.EFI" "$d/fs/EFI/liveunion/grubx64.efi"
+		cp "$r/$SB_SHIM" "$d/fs/EFI/liveunion/shimx64.efi"
+		cp "$r/$SB_MOKMANAGER" "$d/fs/EFI/liveunion/mmx64.efi"
+		iso_subst "$TOP/iso/uki-loader.conf.in" "" "$grubuuid" >"$d/fs/loader/loader.conf"
+		# systemd-boot lists entries of one name and version by file name, highest first: the default is numbered highest
+		n=$(grep -c . "$TOP/iso/uki-entries")
+		grep -qx "default liveunion-$n-$(cut -d'|' -f1 "$TOP/iso/uki-entries" | head -n 1).efi" "$TOP/iso/uki-loader.conf.in" ||
+			die "iso/uki-loader.conf.in: the default must be the first entry of iso/uki-entries, liveunion-$n-...efi"
+		# Each entry carries the kernel and the initramfs: as many as the El Torito image holds, in menu order.
+		each=$(($(stat -c %s "$r/$SB_STUB" "$kernel" "$initrd" | paste -sd+ | bc) + 65536))
+		room=$((ISO_ESP_MAX - $(du -sb "$d/fs" | cut -f1) - 1048576))
+		left=()
+		while IFS='|' read -r -u 3 e keys title; do
+			if [ "$each" -gt "$room" ]; then
+				left+=("$e")
+				n=$((n - 1))
+				continue
+			fi
+			room=$((room - each))
+			printf '%s\n' "$cmdline${keys:+ $keys}" >"$d/cmdline-$e"
+			printf 'NAME="liveunion"\nID=liveunion\nVERSION_ID="%s"\nPRETTY_NAME="%s"\n' "$LIVEUNION_VERSION" \
+				"$(iso_subst /dev/stdin "" "" <<<"$title")" >"$d/osrel-$e"
+			sb_uki "$r/$SB_STUB" "$kernel" "$initrd" "$d/cmdline-$e" "$d/osrel-$e" "$d/fs/EFI/Linux/liveunion-$n-$e.efi"
+			n=$((n - 1))
+		done 3<"$TOP/iso/uki-entries"
+		[ -n "$(ls "$d/fs/EFI/Linux")" ] ||
+			die "ISO_UKI=1: one unified kernel image ($each bytes) does not fit the $ISO_ESP_MAX bytes of an El Torito boot image"
+		[ ${#left[@]} -eq 0 ] || log "  ISO_UKI=1: left out of the menu: ${left[*]} (each entry is a ${each}-byte image; an El Torito boot image holds $ISO_ESP_MAX bytes)"
+	else
+		cp "$r/$SB_SHIM" "$d/fs/EFI/BOOT/BOOTX64.EFI"
+		cp "$r/$SB_GRUB" "$d/fs/EFI/BOOT/grubx64.efi"
+		cp "$r/$SB_MOKMANAGER" "$d/fs/EFI/BOOT/mmx64.efi"
+		mkdir -p "$d/fs/boot/grub"
+		iso_subst "$TOP/iso/grub-esp.cfg.in" "" "$grubuuid" >"$d/fs/boot/grub/grub.cfg"
+	fi
+	find "$d/fs" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+	kb=$(($(du -sk "$d/fs" | cut -f1) * 105 / 100 + 512))
+	[ $((kb * 1024)) -le "$ISO_ESP_MAX" ] || die "the ESP would be $kb KiB, more than an El Torito boot image holds ($ISO_ESP_MAX bytes)"
 	rm -f "$d/efi.img"
 	mkfs.vfat -C -n LIVEUNIEFI -i "${uuid:8:8}" --invariant "$d/efi.img" "$kb" >/dev/null || die "mkfs.vfat of the ESP failed"
-	touch -d "@$SOURCE_DATE_EPOCH" "$efi"
 	export MTOOLS_SKIP_CHECK=1
-	mmd -i "$d/efi.img" ::/EFI ::/EFI/BOOT || die "mmd on the ESP failed"
-	mcopy -m -i "$d/efi.img" "$efi" ::/EFI/BOOT/BOOTX64.EFI || die "mcopy of GRUB to the ESP failed"
+	# mcopy -s -m: the tree, names sorted by mtools' own order of the directory listing (made by find, sorted)
+	(cd "$d/fs" && find . -mindepth 1 | LC_ALL=C sort) | while read -r f; do
+		if [ -d "$d/fs/$f" ]; then
+			mmd -i "$d/efi.img" "::${f#.}" || die "mmd ${f#.} on the ESP failed"
+		else
+			mcopy -m -i "$d/efi.img" "$d/fs/$f" "::${f#.}" || die "mcopy of ${f#.} to the ESP failed"
+		fi
+	done
 }
 
 # iso_dir_layer DIR WORKDIR: the squashfs of a layer directory (owners, device nodes, xattrs as they are:
@@ -114,7 +165,9 @@ iso_assemble() {
 	for l in "$kernel" "$initramfs" "$base" "$@"; do
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
-	h=$(printf 'verity=%s menu=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$(hash_of "$kernel" "$initramfs" \
+	sb_keys # sets SB_*_PEM/DER here (the hash below runs sb_fingerprint in a subshell)
+	h=$(printf 'verity=%s menu=%s uki=%s sb=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$ISO_UKI" \
+		"$(sb_fingerprint) ${SB_DEBS[*]}" "$(hash_of "$kernel" "$initramfs" \
 		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
 		STAGE_NOTE="cached $h"
@@ -126,7 +179,11 @@ iso_assemble() {
 	t=$w/tree
 	rm -rf "$w"
 	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$w/esp"
-	cp "$kernel" "$t/boot/bzImage"
+	if [ "$ISO_FLAVOUR" = tiny ]; then # ours: signed with our key (Debian's kernel carries Debian's signature)
+		sb_sign_efi "$kernel" "$t/boot/bzImage"
+	else
+		cp "$kernel" "$t/boot/bzImage"
+	fi
 	cp "$initramfs" "$t/boot/initramfs.img"
 	cp "$base" "$t/live/10-base.squashfs"
 	for l in "$@"; do
@@ -151,7 +208,8 @@ iso_assemble() {
 	iso_subst "$TOP/iso/isolinux.cfg.in" "$cmdline" "$grubuuid" >"$t/isolinux/isolinux.cfg"
 	iso_subst "$TOP/iso/grub.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/grub.cfg"
 	iso_subst "$TOP/iso/loopback.cfg.in" "$cmdline" "$grubuuid" >"$t/boot/grub/loopback.cfg"
-	iso_esp "$w/esp" "$uuid" "$grubuuid"
+	cp "$SB_CERT_DER" "$t/boot/liveunion-sb.cer"
+	iso_esp "$w/esp" "$uuid" "$grubuuid" "$t/boot/bzImage" "$initramfs" "$cmdline"
 	printf '%s\n' "$cmdline" >"$w/cmdline"
 	printf '%s\n' "$uuid" >"$w/uuid"
 	# Directory records carry the tree's own times: fixed here, as everything else is.

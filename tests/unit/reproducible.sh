@@ -15,15 +15,17 @@ sde=${sde:-1767225600}
 W=$(mktemp -d /tmp/liveunion-repro.XXXXXX)
 at_exit "rm -rf '$W'"
 
-# build DIR EPOCH: every stage but the kernel, from nothing, into DIR.
+# build DIR EPOCH: every stage but the kernel, from nothing, into DIR. The Secure Boot key is an input like the
+# tree (made once per checkout, iso/sb.sh): both builds sign with the build's; the pinned packages are not fetched again.
 build() {
-	local d=$1
-	mkdir -p "$d/kernel" "$d/stamps"
+	local d=$1 key=$OUT/sb/key
+	mkdir -p "$d/kernel" "$d/stamps" "$d/sb"
+	cp -a "$OUT/sb/debs" "$d/sb/"
 	cp "$OUT/kernel/bzImage" "$d/kernel/"
 	[ -x "$OUT/kernel/gen_init_cpio" ] && cp "$OUT/kernel/gen_init_cpio" "$d/kernel/"
 	# the kernel stamp records the epoch it was built with: this one is rewritten for the epoch asked
 	printf '%s %s\n' "$(cut -d' ' -f1 "$OUT/stamps/kernel")" "$2" >"$d/stamps/kernel"
-	OUT=$d SOURCE_DATE_EPOCH=$2 "$TOP/build.sh" >"$d.log" 2>&1
+	OUT=$d SOURCE_DATE_EPOCH=$2 SB_KEY=$key/db.key SB_CERT=$key/db.crt "$TOP/build.sh" >"$d.log" 2>&1
 }
 
 if build "$W/a" "$sde"; then ok first-build; else bad "first-build (log: $(tail -n 5 "$W/a.log"))"; finish; fi
@@ -36,7 +38,7 @@ else
 	for f in initramfs.img rootfs/10-base.squashfs; do
 		cmp -s "$W/a/$f" "$b/$f" || echo "#   differs: $f"
 	done
-	(cd "$W/a/iso" && find . -type f) | while read -r f; do
+	(cd "$W/a/iso" && find . -type f) | while read -r f; do # tree/ and esp/fs/: every file of both file systems
 		cmp -s "$W/a/iso/$f" "$b/iso/$f" || echo "#   differs: iso/$f"
 	done
 fi

@@ -19,6 +19,11 @@ VM_WAIT_TIMEOUT=${VM_WAIT_TIMEOUT:-120} # default for vm_wait and vm_run
 VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240} # boot to login prompt (UEFI under TCG is slow)
 VM_POLL=${VM_POLL:-0.1}
 OVMF=${OVMF:-/usr/share/ovmf/OVMF.fd}
+# Secure Boot for the -uefi modes (tests/qemu/secureboot*.sh): empty: off (OVMF.fd, as every other scenario);
+# ms: Debian's variables with Microsoft's keys enrolled, Secure Boot on; snakeoil: Debian's test PK/KEK/db (its key
+# ships in the ovmf package); or a variables file. On: q35 with SMM and the secure flash, as real firmware is.
+VM_SB=${VM_SB:-}
+OVMF_SB_CODE=${OVMF_SB_CODE:-/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}
 VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
 
 VM_NAME='' VM_LOG='' VM_DIR='' VM_PID='' VM_CAT='' VM_IN='' VM_MARK=0 VM_OUT='' VM_MATCH='' VM_BANNER='' VM_SEQ=0
@@ -42,7 +47,7 @@ vm_note() { printf '# %s\n' "$*" >&2; }
 #   --keys KEYS     --direct, with KEYS added to the menu's command line (live.* keys)
 #   --cmdline LINE  --direct, with LINE instead of the menu's command line
 vm_start() {
-	local name=$1 mode=$2 image=$3 media=() direct='' keys='' line='' iso
+	local name=$1 mode=$2 image=$3 media=() direct='' keys='' line='' iso machine=$VM_MACHINE vars
 	shift 3
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -61,7 +66,23 @@ vm_start() {
 	*) vm_note "vm_start: unknown mode '$mode'"; return 1 ;;
 	esac
 	case "$mode" in
-	*-uefi) media+=(-bios "$OVMF") ;; # the combined image keeps its variables in memory: nothing to copy
+	*-uefi)
+		if [ -z "$VM_SB" ]; then
+			media+=(-bios "$OVMF") # the combined image keeps its variables in memory: nothing to copy
+		else
+			vars=$VM_SB
+			case "$VM_SB" in ms | snakeoil) vars=/usr/share/OVMF/OVMF_VARS_4M.$VM_SB.fd ;; esac
+			if [ ! -f "$vars" ] || [ ! -f "$OVMF_SB_CODE" ]; then
+				vm_note "vm_start: VM_SB=$VM_SB: no $vars or $OVMF_SB_CODE (package ovmf)"
+				return 1
+			fi
+			cp "$vars" "$VM_WORK/vars.fd" || return 1 # the firmware writes its variables: a copy per VM
+			machine=q35,smm=on
+			# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+			media+=(-global driver=cfi.pflash01,property=secure,value=on
+				-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_SB_CODE"
+				-drive "if=pflash,format=raw,unit=1,file=$VM_WORK/vars.fd")
+		fi ;;
 	esac
 	if [ -n "$direct" ]; then
 		iso=$ISO
@@ -91,9 +112,9 @@ vm_start() {
 	cat "$VM_DIR/con.out" >>"$VM_LOG" &
 	VM_CAT=$!
 	VM_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
-	printf '%s\n' "$VM_QEMU -accel tcg -M $VM_MACHINE -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
+	printf '%s\n' "$VM_QEMU -accel tcg -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
-	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel tcg -M "$VM_MACHINE" -smp "$VM_SMP" -m "$VM_MEM" \
+	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel tcg -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
 		-display none -vga std -nic none -monitor none -parallel none \
 		-serial "pipe:$VM_DIR/con" "${media[@]}" "$@" </dev/null >"$VM_DIR/qemu.err" 2>&1 &
 	VM_PID=$!

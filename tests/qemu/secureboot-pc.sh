@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
+# shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
+VM_TIMEOUT=${VM_TIMEOUT:-900}
+# shellcheck source=tests/qemu/lib/profile.bash
+. "$(dirname "$0")/lib/profile.bash"
+needs_root "profile builds (debootstrap)"
+SB_VAR=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+W=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-sbpc.XXXXXX") || exit 1
+at_exit "rm -rf '$W'"
+
+iso=$OUT/liveunion-debian.iso
+require profile-built profile_iso debian
+require pc-flavour grep -q 'pc kernel' "$OUT/profiles/debian/iso/tree/isolinux/isolinux.cfg"
+VM_MEM=2048
+
+# sb_facts NAME: Secure Boot as the running kernel sees it.
+sb_facts() {
+	check "$1-secureboot-variable-is-1" vm_fact "od -An -tu1 $SB_VAR | awk '{ print \$NF }'" 1
+	check "$1-kernel-says-secure-boot" vm_run 'dmesg | grep -q "Secure boot enabled"'
+	check "$1-kernel-locked-down" vm_fact 'cat /sys/kernel/security/lockdown' 'none [integrity] confidentiality'
+}
+
+# 1. A stock PC: Microsoft's keys in db, Secure Boot on.
+VM_SB=ms
+require ms-qemu-starts vm_start sb-pc-ms cd-uefi "$iso"
+require ms-login profile_login
+sb_facts ms
+check ms-our-overlay-refused-warned log_has 'liveunion: WARNING: our overlay.ko was refused \(.*\): using the kernel.s own overlay module; without our patch NAME_MAX on / is 256, not 255'
+check ms-debian-overlay-runs log_has 'liveunion: overlayfs: loaded the kernel.s kernel/fs/overlayfs/overlay.ko.xz'
+check ms-running-overlay-is-debians vm_fact 'cat /sys/module/overlay/taint' ''
+check ms-root-is-overlay vm_run 'grep -q "^[^ ]* / overlay " /proc/mounts'
+vm_stop
+
+# The same ISO written to a stick (xHCI): shim and GRUB from its ESP partition, which finds the ISO9660 volume by UUID.
+require ms-stick-qemu-starts vm_start sb-pc-ms-stick usb-uefi "$iso"
+require ms-stick-hand-over vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
+check ms-stick-secure-boot log_has 'EFI stub: UEFI Secure Boot is enabled'
+check ms-stick-medium-is-the-stick log_has '^liveunion: medium UUID=[0-9]+ found on /dev/sd[a-z]'
+vm_stop
+
+# 2. A lab's own keys: the profile built again, as a lab would, with SB_KEY/SB_CERT and ISO_UKI=1, into an OUT
+# that shares the first build's outputs (hard links: only the pc initramfs, whose modules are signed again, and
+# the ISO are made anew; stamps are copied, as the build rewrites them).
+require snakeoil-key openssl pkey -in /usr/share/ovmf/PkKek-1-snakeoil.key -passin pass:snakeoil -out "$W/lab.key"
+lab=$OUT/tests/secureboot-pc-out
+rm -rf "$lab" && mkdir -p "$lab/sb"
+at_exit "rm -rf '$lab'"
+require lab-out-shared sh -c "cp -al '$OUT/pc' '$OUT/profiles' '$OUT/initramfs' '$OUT/initramfs.img' '$lab/' && cp -al '$OUT/sb/debs' '$OUT/sb/root' '$OUT/sb/root.done' '$lab/sb/' && cp -a '$OUT/stamps' '$lab/' && { [ ! -e '$OUT/cache' ] || cp -al '$OUT/cache' '$lab/'; }"
+require lab-iso-built env OUT="$lab" SB_KEY="$W/lab.key" SB_CERT=/usr/share/ovmf/PkKek-1-snakeoil.pem ISO_UKI=1 \
+	"$TOP/build.sh" --profile debian build
+# sign-file records the signer's serial number: the lab certificate's, on both of our modules
+serial=$(openssl x509 -in /usr/share/ovmf/PkKek-1-snakeoil.pem -noout -serial | sed 's/.*=//' | tr 'A-F' 'a-f')
+for m in overlay squashfs; do
+	check "lab-$m-signed-by-lab-key" output_is "$serial" sh -c "/sbin/modinfo -F sig_key '$lab/pc/initramfs/tree/lib/liveunion/$m.ko' | tr -d ':' | tr 'A-F' 'a-f'"
+done
+VM_SB=snakeoil
+require lab-qemu-starts vm_start sb-pc-lab cd-uefi "$lab/liveunion-debian.iso"
+require lab-login profile_login
+sb_facts lab
+check lab-our-overlay-loaded log_has 'liveunion: overlayfs: loaded our overlay.ko'
+check lab-our-squashfs-loaded log_has 'liveunion: squashfs: loaded our squashfs.ko'
+check lab-no-refusal-warning log_lacks 'WARNING: our [a-z]+.ko was refused'
+# modules built out of tree carry O in their taint; Debian's have none
+check lab-running-overlay-is-ours vm_fact 'cat /sys/module/overlay/taint' O
+check lab-namemax-255 vm_fact 'getconf NAME_MAX /' 255
+vm_stop
+finish

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# summary: Secure Boot with OVMF's secure firmware (q35, SMM): Microsoft's keys: shim and Debian's signed GRUB start from the tiny ISO, and our kernel, signed with this checkout's key that the machine does not trust, is refused with GRUB's message; an unsigned GRUB on a copy of the ISO is refused by shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the ISO_UKI=1 build signed with that key boots through systemd-boot to login with Secure Boot on and exactly the signed command line; the same image with one character of its command line changed after signing, or signed with another key, is refused and no kernel starts
+# shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
+# shellcheck disable=SC2317 # functions run through check and require
+# shellcheck source=tests/qemu/lib/iso.bash
+. "$(dirname "$0")/lib/iso.bash"
+needs_root "iso-with writes under OUT as the build did"
+W=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-sb.XXXXXX") || exit 1
+at_exit "rm -rf '$W'"
+SB_VAR=/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c
+export MTOOLS_SKIP_CHECK=1
+
+# esp_get ISO DIR: the ISO's ESP (partition 2 of the hybrid image, also its El Torito EFI image) as DIR/esp.img.
+esp_get() { part_read "$1" 2 "$2/esp.img"; }
+# esp_replace ISO FILE ESPPATH: FILE in place of ESPPATH in W/esp.img, written back into ISO (a copy of the test's).
+esp_replace() { mcopy -o -i "$W/esp.img" "$2" "$3" && part_write "$1" 2 "$W/esp.img"; }
+# other_digit FILE OFFSET: the hex digit at OFFSET replaced by another one.
+other_digit() {
+	local c
+	c=$(dd if="$1" bs=1 skip="$2" count=1 status=none) || return 1
+	case "$c" in [0-9a-f]) ;; *) return 1 ;; esac
+	if [ "$c" = 0 ]; then c=1; else c=0; fi
+	printf '%s' "$c" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
+# refused REGEX: the firmware or a loader printed REGEX, and no kernel ever started (its first line never came).
+refused() {
+	vm_wait "$1" 300 || return 1
+	sleep 3 # anything that would come after the refusal has had its chance
+	log_lacks 'Linux version|liveunion: '
+}
+
+require iso-built test -f "$ISO"
+require cert-on-esp esp_get "$ISO" "$W"
+check cert-is-this-checkouts output_is "$(openssl x509 -in "$OUT/sb/key/db.crt" -outform DER | sha256sum)" \
+	sh -c "mtype -i '$W/esp.img' ::/liveunion-sb.cer | sha256sum"
+check esp-has-shim-grub-mokmanager sh -c "mdir -b -i '$W/esp.img' ::/EFI/BOOT/ | sort | tr '\n' ' ' | grep -qx '::/EFI/BOOT/BOOTX64.EFI ::/EFI/BOOT/grubx64.efi ::/EFI/BOOT/mmx64.efi '"
+require kernel-extracted xorriso -indev "$ISO" -osirrox on -extract /boot/bzImage "$W/bzImage"
+check kernel-signed-with-our-key sbverify --cert "$OUT/sb/key/db.crt" "$W/bzImage"
+
+# 1. A stock PC (Microsoft's keys, Secure Boot on): shim and Debian's GRUB are trusted; our kernel is not.
+VM_SB=ms
+require ms-qemu-starts vm_start sb-ms-tiny cd-uefi "$ISO"
+check ms-grub-menu-shown vm_wait 'liveunion [^ ]+, tiny kernel' 300
+check ms-kernel-refused-by-name refused 'error: bad shim signature'
+vm_stop
+
+# 2. An unsigned GRUB put in place of Debian's on a copy: shim refuses it before any menu.
+require copy-made cp "$ISO" "$W/unsigned.iso"
+require unsigned-grub-made grub-mkimage -O x86_64-efi -o "$W/grubx64.efi" -p /boot/grub normal configfile search iso9660 fat part_gpt linux
+require unsigned-grub-in-place esp_replace "$W/unsigned.iso" "$W/grubx64.efi" ::/EFI/BOOT/grubx64.efi
+require unsigned-qemu-starts vm_start sb-ms-unsigned-grub cd-uefi "$W/unsigned.iso"
+check shim-refuses-unsigned-grub refused 'Verification failed: .*Security Violation'
+check no-grub-menu-from-it log_lacks 'liveunion [^ ]+, tiny kernel'
+vm_stop
+
+# 3. A lab's own keys: PK, KEK and db hold one certificate (Debian's snakeoil); the UKI build is signed with it.
+require snakeoil-key openssl pkey -in /usr/share/ovmf/PkKek-1-snakeoil.key -passin pass:snakeoil -out "$W/lab.key"
+uki=$OUT/tests/secureboot-uki.iso
+require uki-iso-built env SB_KEY="$W/lab.key" SB_CERT=/usr/share/ovmf/PkKek-1-snakeoil.pem ISO_UKI=1 "$TOP/build.sh" iso-with "$uki"
+require uki-esp esp_get "$uki" "$W"
+live=::/EFI/Linux/liveunion-3-live.efi
+require uki-extracted mcopy -n -i "$W/esp.img" "$live" "$W/live.efi"
+check uki-signed-by-lab-key sbverify --cert /usr/share/ovmf/PkKek-1-snakeoil.pem "$W/live.efi"
+check boot-manager-signed-by-lab-key sh -c "mcopy -n -i '$W/esp.img' ::/EFI/BOOT/BOOTX64.EFI '$W/sdboot.efi' && sbverify --cert /usr/share/ovmf/PkKek-1-snakeoil.pem '$W/sdboot.efi'"
+require uki-cmdline objcopy -O binary --only-section=.cmdline "$W/live.efi" "$W/cmdline"
+check uki-cmdline-has-root-hashes grep -q 'live.verify=10-base:[0-9a-f]\{64\}' "$W/cmdline"
+VM_SB=snakeoil
+require uki-qemu-starts vm_start sb-uki cd-uefi "$uki"
+require uki-login vm_login
+check uki-kernel-says-secure-boot vm_run 'dmesg | grep -q "Secure boot enabled"'
+check uki-secureboot-variable-is-1 vm_fact "grep -q ' /sys/firmware/efi/efivars ' /proc/mounts || mount -t efivarfs efivarfs /sys/firmware/efi/efivars; od -An -tu1 $SB_VAR | awk '{ print \$NF }'" 1
+check uki-cmdline-is-the-signed-one vm_fact 'cat /proc/cmdline' "$(tr -d '\n' <"$W/cmdline")"
+check uki-layers-verified log_has '^liveunion: stack, bottom to top \([0-9]+ layer\(s\), dm-verity\)'
+vm_stop
+
+# 4. The same UKI with one character of a root hash changed after signing: refused, no kernel starts.
+require altered-copy cp "$uki" "$W/altered.iso"
+off=$(objdump -h "$W/live.efi" | awk '$2 == ".cmdline" { print $6 }')
+off=${off:+$((0x$off))}
+pos=$(grep -bo 'live.verify=10-base:' "$W/cmdline" | cut -d: -f1)
+require cmdline-found test -n "$off" -a -n "$pos"
+require altered-copy-of-uki cp "$W/live.efi" "$W/altered.efi"
+require altered-root-hash other_digit "$W/altered.efi" $((off + pos + 20)) # the first digit of 10-base's root hash
+check altered-uki-differs-from-signed fails cmp -s "$W/live.efi" "$W/altered.efi"
+check altered-uki-fails-sbverify fails sbverify --cert /usr/share/ovmf/PkKek-1-snakeoil.pem "$W/altered.efi"
+require altered-in-place esp_replace "$W/altered.iso" "$W/altered.efi" "$live"
+require altered-qemu-starts vm_start sb-uki-altered cd-uefi "$W/altered.iso"
+check altered-uki-refused refused 'Error loading .EFI.Linux.liveunion-3-live.efi: Access Denied'
+vm_stop
+
+# 5. The same UKI signed with another key (not in db): refused.
+require other-key openssl req -new -x509 -newkey rsa:2048 -nodes -days 1 -subj '/CN=not the lab key/' \
+	-keyout "$W/other.key" -out "$W/other.crt"
+require other-signed sh -c "sbattach --remove '$W/live.efi' >/dev/null && sbsign --key '$W/other.key' --cert '$W/other.crt' --output '$W/other.efi' '$W/live.efi' >/dev/null 2>&1"
+require other-copy cp "$uki" "$W/other.iso"
+require uki-esp-again esp_get "$uki" "$W"
+require other-in-place esp_replace "$W/other.iso" "$W/other.efi" "$live"
+require other-qemu-starts vm_start sb-uki-other-key cd-uefi "$W/other.iso"
+check other-key-uki-refused refused 'Error loading .EFI.Linux.liveunion-3-live.efi: Access Denied'
+vm_stop
+finish
