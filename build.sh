@@ -110,15 +110,20 @@ PROFILE_PKGS=(debootstrap)
 # shellcheck source=rootfs/kiosk.sh
 . "$TOP/rootfs/kiosk.sh"
 
-run_stages() {
-	local i=0 s t0 t1
+# build_lock: two builds in one OUT would compile into the same kernel tree, or write the same test ISO, at once
+# (tests/run runs scenarios side by side): the second one waits. The lock is fd $lock until it is closed.
+build_lock() {
 	mkdir -p "$OUT"
-	# Two builds in one OUT would compile into the same kernel tree at once: the second one waits.
 	exec {lock}>"$OUT/.build.lock"
 	if ! flock -n "$lock"; then
 		log "another build is running in $OUT; waiting for it to finish"
 		flock "$lock" || die "cannot lock $OUT/.build.lock"
 	fi
+}
+
+run_stages() {
+	local i=0 s t0 t1
+	build_lock
 	for s in "${STAGES[@]}"; do
 		i=$((i + 1))
 		STAGE=$s
@@ -176,6 +181,7 @@ iso-with)
 	# A test image from what the build made: no stage runs (the kernel is never rebuilt here); cached by its inputs.
 	[ $# -ge 2 ] || die "usage: ./build.sh iso-with OUTPUT.iso [NN-name.squashfs...]"
 	STAGE="iso-with"
+	build_lock
 	iso=$(realpath -m "$2")
 	shift 2
 	iso_assemble "$iso" "$OUT/iso-with/$(basename "$iso" .iso)" "iso-with-$(basename "$iso" .iso)" "$@"

@@ -35,6 +35,10 @@ die() { printf 'mklayer: error: %s\n' "$*" >&2; exit 1; }
 command -v musl-gcc >/dev/null || die "musl-gcc missing: apt-get install -y musl-tools"
 command -v mksquashfs >/dev/null || die "mksquashfs missing: apt-get install -y squashfs-tools"
 
+# Scenarios running side by side (tests/run) ask for the layer at once: one makes it, the others wait and find it.
+mkdir -p "$OUT/tests"
+exec {lock}>"$OUT/tests/.conformance.lock"
+flock "$lock" || die "cannot lock $OUT/tests/.conformance.lock"
 key="$( (cd "$HERE" && sha256sum ./*.c ./*.h Makefile mklayer.sh) | sha256sum | cut -c1-16) $SOURCE_DATE_EPOCH"
 if [ -f "$LAYER" ] && [ -f "$MIDDLE" ] && [ "$(cat "$STAMP" 2>/dev/null)" = "$key" ]; then
 	printf 'mklayer: %s is up to date (%s)\n' "$LAYER" "$key"
