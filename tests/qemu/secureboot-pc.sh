@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
+# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as README says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib/profile.bash
@@ -21,8 +21,10 @@ sb_facts() {
 	check "$1-kernel-locked-down" vm_fact 'cat /sys/kernel/security/lockdown' 'none [integrity] confidentiality'
 }
 
-# 1. A stock PC: Microsoft's keys in db, Secure Boot on.
-VM_SB=ms
+# 1. A stock PC: Microsoft's keys in db, Secure Boot on. The firmware's variables stay in $W/vars.fd from one VM to
+# the next, as a machine's do.
+require ms-vars cp /usr/share/OVMF/OVMF_VARS_4M.ms.fd "$W/vars.fd"
+VM_SB=$W/vars.fd
 require ms-qemu-starts vm_start sb-pc-ms cd-uefi "$iso"
 require ms-login profile_login
 sb_facts ms
@@ -30,9 +32,47 @@ check ms-our-overlay-refused-warned log_has 'liveunion: WARNING: our overlay.ko 
 check ms-debian-overlay-runs log_has 'liveunion: overlayfs: loaded the kernel.s kernel/fs/overlayfs/overlay.ko.xz'
 check ms-running-overlay-is-debians vm_fact 'cat /sys/module/overlay/taint' ''
 check ms-root-is-overlay vm_run 'grep -q "^[^ ]* / overlay " /proc/mounts'
+
+# Enrolling our key as README says: mokutil --import in the live system, then MokManager (shim's) at the next boot,
+# answered on the serial console: a key within its 10 s, Enroll MOK, Continue, Yes, the password, Reboot.
+fpr=$(openssl x509 -in "$OUT/sb/key/db.crt" -noout -fingerprint -sha1 | sed 's/.*=//' | tr 'A-F' 'a-f')
+check mok-import-queued vm_run 'printf "liveunion\nliveunion\n" | mokutil --import /run/live/medium/boot/liveunion-sb.cer'
+check mok-request-is-our-key vm_run "mokutil --list-new | grep -qi 'SHA1 Fingerprint: $fpr'"
+mok_key() { printf '%b' "$1" >&"$VM_IN"; }
+down_enter() { mok_key '\e[B' && sleep 1 && mok_key '\r'; }
+vm_mark
+vm_send 'systemctl reboot'
+require mokmanager-starts vm_wait 'Press any key to perform MOK management' "$VM_BOOT_TIMEOUT"
+mok_key ' '
+require mokmanager-menu vm_wait 'Enroll MOK' 60
+down_enter
+require mokmanager-enroll-screen vm_wait 'View key 0' 60
+down_enter
+require mokmanager-asks-to-enroll vm_wait 'Enroll the key\(s\)\?' 60
+down_enter
+require mokmanager-asks-password vm_wait 'Password:' 60
+mok_key 'liveunion\r'
+require mokmanager-offers-reboot vm_wait 'Reboot' 60
+sleep 1
+mok_key '\r'
+require mok-login profile_login
+check mok-key-enrolled vm_run "mokutil --list-enrolled | grep -qi 'SHA1 Fingerprint: $fpr'"
+check mok-our-overlay-loaded log_has 'liveunion: overlayfs: loaded our overlay.ko'
+check mok-our-squashfs-loaded log_has 'liveunion: squashfs: loaded our squashfs.ko'
+check mok-running-overlay-is-ours vm_fact 'cat /sys/module/overlay/taint' O
+check mok-namemax-255 vm_fact 'getconf NAME_MAX /' 255
 vm_stop
 
-# The same ISO written to a stick (xHCI): shim and GRUB from its ESP partition, which finds the ISO9660 volume by UUID.
+# The tiny ISO, its kernel signed with the same key, on the same machine: shim now trusts it.
+require tiny-qemu-starts vm_start sb-tiny-mok cd-uefi "$OUT/liveunion.iso"
+require tiny-login vm_login
+check tiny-kernel-says-secure-boot vm_run 'dmesg | grep -q "Secure boot enabled"'
+check tiny-not-refused log_lacks 'bad shim signature'
+vm_stop
+
+# The pc ISO written to a stick (xHCI), on a machine with Microsoft's keys only: shim and GRUB from its ESP
+# partition, which finds the ISO9660 volume by UUID.
+VM_SB=ms
 require ms-stick-qemu-starts vm_start sb-pc-ms-stick usb-uefi "$iso"
 require ms-stick-hand-over vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
 check ms-stick-secure-boot log_has 'EFI stub: UEFI Secure Boot is enabled'

@@ -21,7 +21,8 @@ VM_POLL=${VM_POLL:-0.1}
 OVMF=${OVMF:-/usr/share/ovmf/OVMF.fd}
 # Secure Boot for the -uefi modes (tests/qemu/secureboot*.sh): empty: off (OVMF.fd, as every other scenario);
 # ms: Debian's variables with Microsoft's keys enrolled, Secure Boot on; snakeoil: Debian's test PK/KEK/db (its key
-# ships in the ovmf package); or a variables file. On: q35 with SMM and the secure flash, as real firmware is.
+# ships in the ovmf package): each VM starts from a copy; or a variables file of the scenario's, used in place
+# (what the firmware writes, an enrolled MOK, stays for the next VM). On: q35 with SMM and the secure flash.
 VM_SB=${VM_SB:-}
 OVMF_SB_CODE=${OVMF_SB_CODE:-/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}
 VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
@@ -76,12 +77,14 @@ vm_start() {
 				vm_note "vm_start: VM_SB=$VM_SB: no $vars or $OVMF_SB_CODE (package ovmf)"
 				return 1
 			fi
-			cp "$vars" "$VM_WORK/vars.fd" || return 1 # the firmware writes its variables: a copy per VM
+			case "$VM_SB" in
+			ms | snakeoil) cp "$vars" "$VM_WORK/vars.fd" && vars=$VM_WORK/vars.fd || return 1 ;;
+			esac
 			machine=q35,smm=on
 			# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 			media+=(-global driver=cfi.pflash01,property=secure,value=on
 				-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_SB_CODE"
-				-drive "if=pflash,format=raw,unit=1,file=$VM_WORK/vars.fd")
+				-drive "if=pflash,format=raw,unit=1,file=$vars")
 		fi ;;
 	esac
 	if [ -n "$direct" ]; then
