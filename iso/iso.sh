@@ -99,7 +99,7 @@ iso_esp() {
 	rm -f "$d/efi.img"
 	mkfs.vfat -C -n LIVEUNIEFI -i "${uuid:8:8}" --invariant "$d/efi.img" "$kb" >/dev/null || die "mkfs.vfat of the ESP failed"
 	export MTOOLS_SKIP_CHECK=1
-	# mcopy -s -m: the tree, names sorted by mtools' own order of the directory listing (made by find, sorted)
+	# the tree in sorted order: mmd for each directory, mcopy -m (keeping the dates) for each file
 	(cd "$d/fs" && find . -mindepth 1 | LC_ALL=C sort) | while read -r f; do
 		if [ -d "$d/fs/$f" ]; then
 			mmd -i "$d/efi.img" "::${f#.}" || die "mmd ${f#.} on the ESP failed"
