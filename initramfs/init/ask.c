@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "text.h"
+#include "util.h"
 
 #define MAX_CONSOLES 8
 
@@ -45,16 +46,8 @@ static long long now_ms(void)
 
 static void say(int fd, const char *text)
 {
-	size_t n = strlen(text);
-
-	while (n) {
-		ssize_t w = write(fd, text, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		text += w;
-		n -= (size_t)w;
+	if (write_full(fd, text, strlen(text)) != 0) {
+		/* a console that went away: the others still ask */
 	}
 }
 

@@ -115,6 +115,21 @@ int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *s
 	return n;
 }
 
+ssize_t disk_read_at(const char *path, void *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = pread(fd, buf, len, off);
+	e = errno;
+	if (close(fd) != 0)
+		return -1;
+	errno = e;
+	return n;
+}
+
 int disk_read_mbr(int fd, unsigned char mbr[512])
 {
 	if (pread(fd, mbr, 512, 0) != 512 || mbr[510] != 0x55 || mbr[511] != 0xAA)

@@ -4,6 +4,7 @@
  * sysfs block directory (SYSBLOCK on a boot) and the device node directory, so a host test can fake both. */
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #define SYSBLOCK "/sys/class/block"
 #define DISK_NAME_LEN 64
@@ -28,6 +29,9 @@ int disk_of(const char *sysblock, const char *dev, char *disk, size_t len);
  * set when sysblock cannot be read. */
 int disk_list(const char *sysblock, const char *disk, bool (*skip)(const char *sysblock, const char *name),
 	      char names[][DISK_NAME_LEN], int max);
+/* Up to len bytes at byte off of the file or device path (opened, read, closed): how many, or -1 with errno (a
+ * failed close fails it too). Nothing is logged: callers say what they were looking for. */
+ssize_t disk_read_at(const char *path, void *buf, size_t len, off_t off);
 /* The 512-byte MBR of the open device fd: 0 when it has the 55 AA signature, else -1. */
 int disk_read_mbr(int fd, unsigned char mbr[512]);
 /* Whether an MBR's table has an entry in use. */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ask.h"
+#include "disk.h"
 #include "log.h"
 #include "progress.h"
 #include "util.h"
@@ -46,13 +47,9 @@ int luks_read_id(const char *dev, struct luks_id *id)
 {
 	unsigned char b[512];
 	ssize_t n;
-	int fd = open(dev, O_RDONLY | O_CLOEXEC);
 
 	memset(id, 0, sizeof(*id));
-	if (fd < 0)
-		return -1;
-	n = pread(fd, b, sizeof(b), 0);
-	if (close(fd) != 0 || n < 0)
+	if ((n = disk_read_at(dev, b, sizeof(b), 0)) < 0)
 		return -1;
 	return luks_id_parse(b, (size_t)n, id) == 0 ? 1 : 0;
 }
@@ -120,18 +117,9 @@ static int cryptsetup(const char *root, const char *bin, const char *const args[
 	if (close(pfd[0]) != 0)
 		msg("close the pipe to cryptsetup: %s", strerror(errno));
 	if (secret) {
-		size_t left = strlen(secret);
-		const char *s = secret;
-
 		signal(SIGPIPE, SIG_IGN); /* cryptsetup may exit without reading: a write error, not death */
-		while (left) {
-			ssize_t w = write(pfd[1], s, left);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				break;
-			s += w;
-			left -= (size_t)w;
+		if (write_full(pfd[1], secret, strlen(secret)) != 0) {
+			/* cryptsetup stopped reading: its exit status below says why */
 		}
 	}
 	if (close(pfd[1]) != 0)

@@ -120,7 +120,7 @@ static void print_plan(const struct plan *p, const char *title)
 static void save_plan(const struct plan *p)
 {
 	static char buf[65536]; /* 128 layers with dm-verity */
-	size_t n = plan_print(p, buf, sizeof(buf)), off = 0;
+	size_t n = plan_print(p, buf, sizeof(buf));
 	int fd;
 
 	n += print_times(buf + n, sizeof(buf) - n);
@@ -129,17 +129,8 @@ static void save_plan(const struct plan *p)
 		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
 		return;
 	}
-	while (off < n) {
-		ssize_t w = write(fd, buf + off, n - off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			msg("write " RUN_LIVE "/plan: %s", strerror(w < 0 ? errno : ENOSPC));
-			break;
-		}
-		off += (size_t)w;
-	}
+	if (write_full(fd, buf, n) != 0)
+		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
 	if (close(fd) != 0)
 		msg("close " RUN_LIVE "/plan: %s", strerror(errno));
 }

@@ -43,14 +43,9 @@ void ext_sb_parse(const unsigned char b[1024], struct sb *s)
 int store_read_sb(const char *dev, struct sb *s)
 {
 	unsigned char b[1024];
-	ssize_t n;
-	int fd = open(dev, O_RDONLY | O_CLOEXEC);
 
 	memset(s, 0, sizeof(*s));
-	if (fd < 0)
-		return -1;
-	n = pread(fd, b, sizeof(b), 1024);
-	if (close(fd) != 0 || n != (ssize_t)sizeof(b))
+	if (disk_read_at(dev, b, sizeof(b), 1024) != (ssize_t)sizeof(b))
 		return -1;
 	ext_sb_parse(b, s);
 	return 0;

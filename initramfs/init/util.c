@@ -43,6 +43,26 @@ int do_mount(const char *src, const char *dir, const char *type, unsigned long f
 		    data ? data : "");
 }
 
+int write_full(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t w = write(fd, p, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			if (w == 0)
+				errno = ENOSPC;
+			return -1;
+		}
+		p += w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
 int read_text(const char *path, char *buf, size_t len)
 {
 	ssize_t n;

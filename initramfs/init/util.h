@@ -8,6 +8,9 @@
 int mkdir_p(const char *path, mode_t mode);
 /* mount(2) that records "mount TYPE SRC on DIR" on failure. */
 int do_mount(const char *src, const char *dir, const char *type, unsigned long flags, const char *data);
+/* Write all len bytes of buf to fd (again after EINTR and short writes): 0, or -1 with errno (ENOSPC when the
+ * file took nothing). Nothing is logged: the caller knows what the bytes were for. */
+int write_full(int fd, const void *buf, size_t len);
 /* Read a small text file; -1 on error. */
 int read_text(const char *path, char *buf, size_t len);
 /* MemTotal and MemAvailable in bytes from a meminfo file. */
