@@ -117,10 +117,15 @@ static int cryptsetup(const char *root, const char *bin, const char *const args[
 	if (close(pfd[0]) != 0)
 		msg("close the pipe to cryptsetup: %s", strerror(errno));
 	if (secret) {
-		signal(SIGPIPE, SIG_IGN); /* cryptsetup may exit without reading: a write error, not death */
+		/* cryptsetup may exit without reading: a write error, not death. The disposition is put back after: an
+		 * ignored signal stays ignored across execve, in the live root's init and everything it starts. */
+		void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+
 		if (write_full(pfd[1], secret, strlen(secret)) != 0) {
 			/* cryptsetup stopped reading: its exit status below says why */
 		}
+		if (old != SIG_ERR && signal(SIGPIPE, old) == SIG_ERR)
+			msg("restore SIGPIPE after cryptsetup: %s", strerror(errno));
 	}
 	if (close(pfd[1]) != 0)
 		msg("close the pipe to cryptsetup: %s", strerror(errno));

@@ -21,6 +21,9 @@ require qemu-starts vm_start persist-luks stick-bios "$img" --direct
 require asked-for-the-stick unlock '/dev/sd[a-z]3 \(LUKS2 LABEL=liveunion-rw\): ' "$pass"
 require login vm_login
 check asked-on-every-console vm_fact 'cat /sys/class/tty/console/active' 'tty0 ttyS0'
+# the init ignored SIGPIPE while it wrote the passphrase: not inherited by the live system (bit 13 of SigIgn)
+# shellcheck disable=SC2016 # expanded by the guest's shell
+check sigpipe-not-ignored-after vm_run 'm=$(sed -n "s/^SigIgn:[[:space:]]*//p" /proc/self/status) && [ $((0x$m & 4096)) -eq 0 ]'
 check unlocked log_has '^liveunion: persistence: /dev/sd[a-z]3 \(LUKS2 LABEL=liveunion-rw\) unlocked in [0-9.]+ s'
 unlock_s=$(tr -d '\r' <"$VM_LOG" | sed -n 's/^liveunion: persistence: .* unlocked in \([0-9.]*\) s.*/\1/p' | head -n 1)
 vm_note "unlock (argon2id 64 MiB, 4 passes, under TCG): ${unlock_s:-?} s"
