@@ -4,6 +4,11 @@
 #   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
 #   ./build.sh usb [--persist-size SIZE] [--file [--exfat]] [-o IMAGE] [--device /dev/sdX]
 #                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
+#   ./build.sh netboot [--profile NAME] -o DIR
+#                         build, then a tree for network boot: iPXE, the image's kernel, initramfs, layers and ISO
+#                         under a name that is the hash of their content (iso/netboot.sh; README "Lab: network boot")
+#   ./build.sh serve DIR --interface IFACE [--dhcp-range A,B] [--boot fetch|nbd] ...
+#                         serve such a tree: dnsmasq (proxyDHCP, TFTP), nginx, nbd-server (iso/serve.sh --help)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
@@ -36,7 +41,7 @@ export SOURCE_DATE_EPOCH
 BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
 	mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin sbsigntool openssl faketime)
-TEST_PKGS=(qemu-system-x86 qemu-utils ovmf shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
+TEST_PKGS=(qemu-system-x86 qemu-utils ovmf ipxe-qemu ipxe dnsmasq-base nginx-light nbd-server curl shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
 	man-db groff-base fusefat grub-pc-bin grub-efi-amd64-bin grub-common)
 
 log() { printf '%s\n' "liveunion: $*" >&2; }
@@ -101,6 +106,8 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/rootfs/rootfs.sh"
 # shellcheck source=iso/iso.sh
 . "$TOP/iso/iso.sh"
+# shellcheck source=iso/netboot.sh
+. "$TOP/iso/netboot.sh"
 # shellcheck source=iso/sb.sh
 . "$TOP/iso/sb.sh"
 # shellcheck source=rootfs/profile.sh
@@ -144,10 +151,23 @@ run_stages() {
 
 STAGE=
 STAGE_NOTE=
+ISO_WORK=$OUT/iso
+SERVE_PKGS=(dnsmasq-base nginx-light nbd-server)
+# netboot's own --profile NAME goes first, where every command takes it.
+if [ "${1:-}" = netboot ]; then
+	for ((i = 2; i < $#; i++)); do
+		if [ "${!i}" = --profile ]; then
+			j=$((i + 1))
+			set -- --profile "${!j}" "${@:1:i-1}" "${@:j+1}"
+			break
+		fi
+	done
+fi
 if [ "${1:-}" = --profile ]; then
 	[ $# -ge 2 ] || die "usage: ./build.sh --profile NAME [build|test [PATTERN]]"
 	profile_load "$2"
-	case "${3:-build}" in build | test) ;; *) die "--profile $2 takes build or test, not '$3'" ;; esac
+	case "${3:-build}" in build | test | netboot) ;; *) die "--profile $2 takes build, test or netboot, not '$3'" ;; esac
+	ISO_WORK=$OUT/profiles/$2/iso
 	# The shared stages, then the profile's layers and ISO in place of the busybox root's. The pc flavour
 	# needs no tiny kernel: Debian's, the init (initramfs stage) with its modules, then the profile.
 	STAGES=(kernel initramfs profile)
@@ -177,6 +197,27 @@ usb)
 	run_stages
 	exec bash "$TOP/iso/mkusb.sh" "$@"
 	;;
+netboot)
+	shift
+	nb_dir=
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-o) nb_dir=${2:?-o needs a directory}; shift 2 ;;
+		*) die "netboot: unknown argument '$1' (usage: ./build.sh netboot [--profile NAME] -o DIR)" ;;
+		esac
+	done
+	[ -n "$nb_dir" ] || die "usage: ./build.sh netboot [--profile NAME] -o DIR"
+	need_pkgs "${BUILD_PKGS[@]}" "${NETBOOT_PKGS[@]}"
+	run_stages
+	STAGE=netboot
+	netboot_write "$ISO_WORK" "$OUT/$ISO_NAME" "$nb_dir"
+	;;
+serve)
+	shift
+	case "${1:-}" in -h | --help | help | '') exec bash "$TOP/iso/serve.sh" --help ;; esac
+	need_pkgs "${SERVE_PKGS[@]}"
+	exec bash "$TOP/iso/serve.sh" "$@"
+	;;
 iso-with)
 	# A test image from what the build made: no stage runs (the kernel is never rebuilt here); cached by its inputs.
 	[ $# -ge 2 ] || die "usage: ./build.sh iso-with OUTPUT.iso [NN-name.squashfs...]"
@@ -188,7 +229,7 @@ iso-with)
 	log "$iso${STAGE_NOTE:+ ($STAGE_NOTE)}"
 	;;
 deps)
-	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${PROFILE_PKGS[@]}"
+	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${PROFILE_PKGS[@]}" "${NETBOOT_PKGS[@]}" "${SERVE_PKGS[@]}"
 	;;
 clean)
 	if [ -d "$OUT/sb/key" ]; then

@@ -44,6 +44,8 @@ initramfs_list() {
 		printf 'dir /sys 0755 0 0\n'
 		printf 'file /init %s 0755 0 0\n' "$init"
 		printf 'file /bin/busybox %s 0755 0 0\n' "$busybox"
+		# network boot (init/net.c): busybox udhcpc's lease script
+		printf 'file /etc/udhcpc.script %s 0755 0 0\n' "$TOP/initramfs/udhcpc.script"
 		initramfs_e2fsck_list
 		# Every applet: the rescue shell is where users debug a failed boot, no tool should be missing.
 		"$busybox" --list | while IFS= read -r applet; do

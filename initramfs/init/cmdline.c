@@ -47,6 +47,14 @@ const struct key_def key_table[K_COUNT] = {
 	[K_PERSISTTIMEOUT] = {"persist.timeout", T_UINT, "0",
 		"seconds to wait for the passphrase of an encrypted store (LUKS2) before booting with tmpfs; 0: wait for it",
 		86400, NULL},
+	[K_FETCH] = {"fetch", T_STRING, "",
+		"network boot: http:// URL(s) of a served image (./build.sh netboot), comma-separated, tried from a random "
+		"one on; its layers and hash trees are downloaded into RAM, then mounted through dm-verity; the network "
+		"comes up by DHCP, or ip= (static too), preferring BOOTIF=", 0, NULL},
+	[K_NBD] = {"nbd", T_STRING, "",
+		"network boot for little RAM: HOST[:PORT]/EXPORT of nbd-server (port 10809 by default); the ISO is read "
+		"as a network block device, its layers through dm-verity; what happens when the server goes away: README",
+		0, NULL},
 };
 /* clang-format on */
 
@@ -298,6 +306,17 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 		/* Everything after "--" is for the init of the live root, not for us. */
 		if (strcmp(tok, "--") == 0)
 			break;
+		if (strncmp(tok, "ip=", 3) == 0 || strncmp(tok, "BOOTIF=", 7) == 0) {
+			bool ip = tok[0] == 'i';
+			char *dst = ip ? out->ip : out->bootif;
+			size_t len = ip ? sizeof(out->ip) : sizeof(out->bootif), vlen = strlen(tok + (ip ? 3 : 7));
+
+			if (too_long || vlen >= len)
+				warnf(out, warn, ctx, "%s: value too long, ignored", ip ? "ip=" : "BOOTIF=");
+			else
+				memcpy(dst, tok + (ip ? 3 : 7), vlen + 1);
+			continue;
+		}
 		if (strncmp(tok, "live.", 5) != 0)
 			continue;
 		if (too_long) {

@@ -23,6 +23,8 @@ enum key_id {
 	K_PERSISTPATHS,
 	K_ISO,
 	K_PERSISTTIMEOUT,
+	K_FETCH,
+	K_NBD,
 	K_COUNT
 };
 
@@ -55,6 +57,11 @@ struct value {
 
 struct cmdline {
 	struct value v[K_COUNT];
+	/* Two keys of the kernel's and PXE's own, read for network boot (net.c): ip= as
+	 * Documentation/admin-guide/nfs/nfsroot.rst writes it, and BOOTIF= (the MAC the PXE ROM booted from, as
+	 * pxelinux and iPXE pass it). The last of each wins; "" when absent. */
+	char ip[VALUE_MAX];
+	char bootif[64];
 	int warnings;
 };
 

@@ -189,14 +189,14 @@ static int by_name(const void *a, const void *b)
 	return (*x ? *x : 256) - (*y ? *y : 256);
 }
 
-/* Unused loop and ram devices are always there and never the medium; listing them would bury the real clue. */
+/* Unused loop, ram and nbd devices are always there and never the medium; listing them would bury the real clue. */
 static bool idle_virtual(const char *sysblock, const char *name)
 {
 	char path[PATH_LEN], buf[32];
 	ssize_t n;
 	int fd;
 
-	if (strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0)
+	if (strncmp(name, "loop", 4) != 0 && strncmp(name, "ram", 3) != 0 && strncmp(name, "nbd", 3) != 0)
 		return false;
 	if (snprintf(path, sizeof(path), "%s/%s/size", sysblock, name) >= (int)sizeof(path))
 		return false;

@@ -76,6 +76,7 @@ struct live_dm_target_spec {
 #define LIVE_DM_READONLY_FLAG 1u
 
 /* whether a block device is read-only (a write-protected stick): an int, 1 when it is */
+#define LIVE_BLKROSET _IO(0x12, 93)
 #define LIVE_BLKROGET _IO(0x12, 94)
 /* block device read-ahead, in 512-byte sectors */
 #define LIVE_BLKRASET _IO(0x12, 98)
@@ -98,4 +99,13 @@ struct live_sockaddr_nl {
 #define LIVE_RAMFS_MAGIC 0x858458f6u
 #define LIVE_TMPFS_MAGIC 0x01021994u
 
+/* linux/nbd.h: the network block device's ioctls */
+#define LIVE_NBD_SET_SOCK _IO(0xab, 0)
+#define LIVE_NBD_SET_BLKSIZE _IO(0xab, 1)
+#define LIVE_NBD_DO_IT _IO(0xab, 3)
+#define LIVE_NBD_CLEAR_SOCK _IO(0xab, 4)
+#define LIVE_NBD_CLEAR_QUE _IO(0xab, 5)
+#define LIVE_NBD_SET_SIZE_BLOCKS _IO(0xab, 7)
+#define LIVE_NBD_SET_TIMEOUT _IO(0xab, 9)
+#define LIVE_NBD_SET_FLAGS _IO(0xab, 10)
 #endif

@@ -10,9 +10,11 @@
 
 #include "cmdline.h"
 #include "discover.h"
+#include "fetch.h"
 #include "handover.h"
 #include "log.h"
 #include "modload.h"
+#include "nbd.h"
 #include "paths.h"
 #include "persist.h"
 #include "plan.h"
@@ -73,6 +75,10 @@ static int step_medium(struct plan *p)
 {
 	int rc;
 
+	if (p->fetch[0])
+		return fetch_medium(p);
+	if (p->nbd[0] && nbd_connect(p) != 0)
+		return -1;
 	if (discover_medium(p, "/sys/class/block", "/dev") != 0)
 		return -1;
 	rc = stack_medium(p);
@@ -200,6 +206,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	init_argv = argv;
+	nbd_set_name_area(argv[0], strlen(argv[0]) + 1);
 	if (early_mounts() != 0)
 		fprintf(stderr, "liveunion: %s: %s\n", fail_what(), strerror(fail_errno()));
 	log_open_consoles();

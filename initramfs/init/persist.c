@@ -209,6 +209,12 @@ int persist_upper(struct plan *p)
 
 	memset(&s, 0, sizeof(s));
 	s.ro = p->persist_ro;
+	if (p->persist_kind == PK_OFF && (p->fetch[0] || p->nbd[0])) {
+		text_fmt(p->persist_result, sizeof(p->persist_result),
+			 "none: network boot (live.persist= naming a store on a local disk keeps changes)");
+		msg("persistence: %s", p->persist_result);
+		return stack_upper(p);
+	}
 	if (p->persist_kind == PK_OFF)
 		return saved_only_boot(p);
 	if (p->persist_kind == PK_BAD) {

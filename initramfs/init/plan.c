@@ -56,6 +56,56 @@ static void clamp(struct plan *p, unsigned long long mem_total)
 		p->adjusted[used - 2] = '\0'; /* the last "; " */
 }
 
+static void note(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct plan *p, const char *fmt, ...)
+{
+	size_t used = strlen(p->adjusted);
+	va_list ap;
+
+	if (used && used + 2 < sizeof(p->adjusted)) {
+		memcpy(p->adjusted + used, "; ", 3);
+		used += 2;
+	}
+	va_start(ap, fmt);
+	if (vsnprintf(p->adjusted + used, sizeof(p->adjusted) - used, fmt, ap) < 0)
+		p->adjusted[used] = '\0';
+	va_end(ap);
+}
+
+/* Network boot: live.fetch= or live.nbd= (fetch wins when both are given, said), ip= and BOOTIF= checked here,
+ * once; a bad ip= falls back to DHCP on any interface, said. A netbooted client keeps its changes in RAM unless
+ * live.persist= names a store; live.toram has nothing left to do. */
+static void plan_net(const struct cmdline *c, struct plan *p)
+{
+	char err[160];
+
+	copy(p->fetch, sizeof(p->fetch), c->v[K_FETCH].s);
+	copy(p->nbd, sizeof(p->nbd), c->v[K_NBD].s);
+	if (p->fetch[0] && p->nbd[0]) {
+		note(p, "both live.fetch= and live.nbd= given: live.fetch= used");
+		p->nbd[0] = '\0';
+	}
+	if (net_parse_ip(c->ip, &p->ip, err, sizeof(err)) != 0) {
+		note(p, "%s: DHCP on any interface used", err);
+		if (net_parse_ip("", &p->ip, err, sizeof(err)) != 0)
+			p->ip.dhcp = true;
+	}
+	if (c->bootif[0] && net_parse_bootif(c->bootif, p->bootif_mac) != 0) {
+		note(p, "BOOTIF=%s is not 01-xx-xx-xx-xx-xx-xx: ignored", c->bootif);
+		p->bootif_mac[0] = '\0';
+	}
+	if (!p->fetch[0] && !p->nbd[0])
+		return;
+	if (p->persist_kind == PK_AUTO && !p->iso_path[0]) {
+		p->persist_kind = PK_OFF;
+		copy(p->persist, sizeof(p->persist), "off");
+	}
+	if (p->fetch[0] && p->toram) {
+		note(p, "live.toram with live.fetch=: the layers are downloaded into RAM anyway");
+		p->toram = false;
+	}
+}
+
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p)
 {
@@ -107,6 +157,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 				 used ? "; " : "", strlen(c->v[K_ISO].s), PATH_LEN - 1);
 		}
 	}
+	plan_net(c, p);
 }
 
 int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen)
@@ -198,6 +249,9 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
 	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
 	put(&o, "medium.device=%s\nmedium.label=%s\nmedium.uuid=%s\n", p->device, p->id.label, p->id.uuid);
+	if (p->fetch[0] || p->nbd[0])
+		put(&o, "medium.%s=%s\nnet=%s\n", p->fetch[0] ? "fetch" : "nbd", p->fetch[0] ? p->fetch : p->nbd,
+		    p->net_result);
 	if (p->iso_path[0])
 		put(&o, "medium.iso=%s\nmedium.iso.host=%s\nmedium.iso.fstype=%s\n", p->iso_path, p->iso_host,
 		    p->iso_fstype);

@@ -5,6 +5,7 @@
 
 #include "cmdline.h"
 #include "medium.h"
+#include "netcfg.h"
 #include "plan_steps.h"
 
 /* overlayfs stacks at most 500 lower layers; 128 keeps the plan small and is far more than a medium needs. */
@@ -57,6 +58,11 @@ struct plan {
 	char persist_paths[VALUE_MAX]; /* live.persist.paths as written */
 	char verify[VALUE_MAX];
 	enum verify_mode verify_mode;
+	/* Network boot: live.fetch= URLs or live.nbd= HOST[:PORT]/EXPORT (at most one of them), ip=, BOOTIF= */
+	char fetch[VALUE_MAX];
+	char nbd[VALUE_MAX];
+	struct net_ip ip;
+	char bootif_mac[18];
 
 	/* Where things go; a prefix makes the stack testable on a build host. */
 	char run_live[PATH_LEN]; /* /run/live */
@@ -84,6 +90,8 @@ struct plan {
 	char persist_result[PATH_LEN + 200];
 	int npaths; /* the store is mounted and only these paths go to it (paths.c) */
 	char paths[MAX_PATHS][PATH_LEN];
+	char net_result[200];     /* the interface, its address and how it got it; "" before the network step */
+	char nbd_device[32];      /* live.nbd=: /dev/nbdN once connected */
 	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
 	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
 	int done;                 /* steps finished, in order */

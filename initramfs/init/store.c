@@ -404,23 +404,6 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 
 #define E2FSCK "/sbin/e2fsck"
 
-static int run(const char *const argv[])
-{
-	int st;
-	pid_t pid = fork();
-
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 static int check_failed(const struct store *s, const char *how, int rc, const char *left)
 {
 	msg("persistence: %s: e2fsck %s exit %d: errors that need a human (run e2fsck %s by hand); the store is "
@@ -453,15 +436,15 @@ int store_check(const struct store *s)
 	if (sb.recover) {
 		/* the journal replay marks the store clean without looking at the rest of it: after an unclean
 		 * shutdown the whole store is checked too, read-only (-fn), before anything mounts it */
-		if ((rc = run(pcheck)) >= 4)
+		if ((rc = run_wait(pcheck)) >= 4)
 			return check_failed(s, "-p", rc, "left as e2fsck -p left it");
 		if (rc != 0)
 			msg("persistence: %s: e2fsck -p exit %d while replaying the journal (see above)", s->what, rc);
-		return (rc = run(fcheck)) == 0 ?
+		return (rc = run_wait(fcheck)) == 0 ?
 			       0 :
 			       check_failed(s, "-fn (after the journal replay)", rc, "otherwise untouched");
 	}
-	return (rc = run(ncheck)) == 0 ? 0 : check_failed(s, "-n", rc, "left untouched");
+	return (rc = run_wait(ncheck)) == 0 ? 0 : check_failed(s, "-n", rc, "left untouched");
 }
 
 void store_release(struct store *s, int loopfd, bool mounted)

@@ -293,7 +293,8 @@ int toram_copy(struct plan *p)
 	int i, n = 0, ndirect = 0, rc = 0;
 
 	if (!p->toram) {
-		text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
+		if (!p->fetch[0])
+			text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
 		return 0;
 	}
 	if (!plan_toram_fits(p, note, sizeof(note))) {

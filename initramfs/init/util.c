@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kapi.h"
@@ -61,6 +62,32 @@ int write_full(int fd, const void *buf, size_t len)
 		len -= (size_t)w;
 	}
 	return 0;
+}
+
+int run_wait(const char *const argv[])
+{
+	int st;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+int open_write(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return fail(errno, "open %s for writing", path);
+	return fd;
 }
 
 int read_text(const char *path, char *buf, size_t len)

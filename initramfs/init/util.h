@@ -11,6 +11,11 @@ int do_mount(const char *src, const char *dir, const char *type, unsigned long f
 /* Write all len bytes of buf to fd (again after EINTR and short writes): 0, or -1 with errno (ENOSPC when the
  * file took nothing). Nothing is logged: the caller knows what the bytes were for. */
 int write_full(int fd, const void *buf, size_t len);
+/* Run argv[0] (a full path) with argv and wait: its exit status, 128 + the signal that ended it, or -1 (errno)
+ * when it could not be started or waited for. Nothing is logged. */
+int run_wait(const char *const argv[]);
+/* Create or truncate path for writing (0644): the fd, or -1 with fail() set. */
+int open_write(const char *path);
 /* Read a small text file; -1 on error. */
 int read_text(const char *path, char *buf, size_t len);
 /* MemTotal and MemAvailable in bytes from a meminfo file. */

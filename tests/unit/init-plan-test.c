@@ -443,9 +443,37 @@ static void test_persist(void)
 	CHECK(p.persist_kind == PK_BAD, "LABEL= without a name is bad");
 }
 
+/* Network boot: the keys, ip= and BOOTIF= planned once; a netbooted client keeps no store unless one is named. */
+static void test_net(void)
+{
+	static struct plan p;
+	static char buf[65536];
+
+	make("live.fetch=http://10.0.0.1/images/ab/ BOOTIF=01-52-54-00-12-34-56 ip=dhcp live.toram", &p);
+	CHECK_STR(p.fetch, "http://10.0.0.1/images/ab/");
+	CHECK_STR(p.bootif_mac, "52:54:00:12:34:56");
+	CHECK(p.ip.dhcp && !p.ip.off, "ip=dhcp");
+	CHECK(p.persist_kind == PK_OFF, "netboot: persistence off unless named (%d)", p.persist_kind);
+	CHECK(!p.toram && strstr(p.adjusted, "live.toram with live.fetch="), "toram dropped, said: %s", p.adjusted);
+	plan_print(&p, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nmedium.fetch=http://10.0.0.1/images/ab/\nnet=\n") != NULL, "plan prints the fetch URL");
+	make("live.nbd=10.0.0.1/liveunion-ab live.persist=LABEL=mystore", &p);
+	CHECK(p.persist_kind == PK_LABEL, "a named store stays (%d)", p.persist_kind);
+	CHECK_STR(p.nbd, "10.0.0.1/liveunion-ab");
+	make("live.fetch=http://a/ live.nbd=b/c", &p);
+	CHECK(p.fetch[0] && !p.nbd[0] && strstr(p.adjusted, "live.fetch= used"), "fetch wins, said: %s", p.adjusted);
+	make("ip=10.0.0.300 BOOTIF=zz live.fetch=http://a/", &p);
+	CHECK(p.ip.dhcp && strstr(p.adjusted, "DHCP on any interface used"), "bad ip=: DHCP, said: %s", p.adjusted);
+	CHECK(!p.bootif_mac[0] && strstr(p.adjusted, "BOOTIF=zz"), "bad BOOTIF= ignored, said: %s", p.adjusted);
+	make("ip=10.1.2.3::10.1.2.254:255.255.255.0::eth1:off", &p);
+	CHECK(!p.ip.dhcp && p.ip.prefix == 24 && strcmp(p.ip.device, "eth1") == 0, "static ip= planned");
+	CHECK(p.persist_kind == PK_AUTO, "no network boot: persistence as before");
+}
+
 int main(void)
 {
 	test_persist();
+	test_net();
 	test_saved();
 	test_saved_limit();
 	test_iso_id();

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases, the
+# Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases, network boot's parsers, the
 # store's meta file), of disk.c (partition tables, sysfs listing) against a fake sysfs and of the store's readers of
 # untrusted disks (superblocks, boot sectors, block maps); built with gcc, run plain and under ASan+UBSan.
 set -e
@@ -12,14 +12,16 @@ mkdir -p "$B"
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
 
-for t in cmdline plan disk store modalias meta; do
+for t in cmdline plan disk store modalias meta net; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
 	modalias) srcs=("$SRC/modalias.c") ;;
 	meta) srcs=("$SRC/meta.c" "$SRC/text.c") ;;
+	net) srcs=("$SRC/netcfg.c" "$SRC/net.c" "$SRC/fetch.c" "$SRC/nbd.c" "$SRC/progress.c" "$SRC/modload.c"
+		"$SRC/modalias.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	store) srcs=("$SRC/store.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/progress.c"
 		"$SRC/modload.c" "$SRC/modalias.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
-	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/text.c"
+	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/medium.c" "$SRC/netcfg.c" "$SRC/text.c"
 		"$SRC/util.c" "$SRC/log.c") ;;
 	esac
 	for mode in plain asan; do

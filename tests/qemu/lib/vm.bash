@@ -43,6 +43,8 @@ vm_note() { printf '# %s\n' "$*" >&2; }
 #        usb-bios, usb-uefi      IMAGE is a USB stick on xHCI, a snapshot: the guest may write, the file never changes
 #        stick-bios, stick-uefi  the same stick written for real (persistence: the host checks the image afterwards)
 #        none                    nothing attached (IMAGE ""): the qemu args bring any disks
+#        net-bios, net-uefi      nothing attached (IMAGE ""): the firmware boots from the network (the qemu args bring
+#                                the NIC; tests/qemu/lib/lab.bash)
 #   --direct        no boot loader: the kernel, initrd and command line of the BIOS menu boot directly (seconds saved
 #                   per boot; iso_boot_files), from IMAGE when it is an ISO on a CD, else from $ISO
 #   --keys KEYS     --direct, with KEYS added to the menu's command line (live.* keys)
@@ -63,7 +65,7 @@ vm_start() {
 	case "$mode" in
 	cd-* | usb-* | stick-*)
 		[ -f "$image" ] || { vm_note "vm_start: image '$image' does not exist"; return 1; } ;;
-	none | kernel) ;; # kernel: the old name, bench/ passes -kernel itself
+	none | kernel | net-*) ;; # kernel: the old name, bench/ passes -kernel itself
 	*) vm_note "vm_start: unknown mode '$mode'"; return 1 ;;
 	esac
 	case "$mode" in
@@ -97,6 +99,7 @@ vm_start() {
 	case "$mode" in
 	cd-*) media+=(-drive "file=$image,if=ide,index=2,media=cdrom,readonly=on")
 		[ -n "$direct" ] || media+=(-boot order=d) ;;
+	net-*) media+=(-boot order=n) ;;
 	usb-* | stick-*) # a usb- stick is a snapshot; a stick- one is written
 		local snap=,snapshot=on boot=,bootindex=1
 		case "$mode" in stick-*) snap= ;; esac

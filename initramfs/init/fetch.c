@@ -1,0 +1,330 @@
+/* live.fetch=: a served image's layers and hash trees downloaded (busybox wget, HTTP) into RAM. */
+#include "fetch.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "net.h"
+#include "progress.h"
+#include "util.h"
+
+#define WGET "/bin/wget"
+/* Seconds a transfer may bring nothing before wget is stopped and the download retried. busybox wget's own -T
+ * would do it, but Debian's busybox-static 1.35 crashes (SIGSEGV) on -T: the init watches the file instead. */
+#define WGET_IDLE_S 10
+#define BACKOFF_MAX_S 8
+/* RAM left to the running system besides the downloaded files (as live.toram leaves). */
+#define FETCH_RESERVE (64ULL << 20)
+#define MANIFEST "live/MANIFEST"
+#define MANIFEST_MAX 16384
+
+static bool good_name(const char *s, size_t n)
+{
+	size_t i, stem;
+
+	if (n < 4 || n >= 64 || !isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[1]) || s[2] != '-')
+		return false;
+	if (n > 9 && memcmp(s + n - 9, ".squashfs", 9) == 0)
+		stem = n - 9;
+	else if (n > 7 && memcmp(s + n - 7, ".verity", 7) == 0)
+		stem = n - 7;
+	else
+		return false;
+	if (stem < 4)
+		return false;
+	for (i = 3; i < stem; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+int fetch_manifest_parse(const char *text, struct fetch_file *files, int max, char *err, size_t elen)
+{
+	const char *s = text, *line;
+	size_t len;
+	int n = 0, lineno = 0, i;
+
+	while (text_item(&s, "\n", &line, &len)) {
+		unsigned long long v = 0;
+		size_t k = 0;
+
+		lineno++;
+		if (len && line[len - 1] == '\r')
+			len--;
+		if (len == 0)
+			continue;
+		for (; k < len && isdigit((unsigned char)line[k]); k++) {
+			if (v > (~0ULL - 9) / 10)
+				return text_err(err, elen, "MANIFEST line %d: size too large", lineno);
+			v = v * 10 + (unsigned long long)(line[k] - '0');
+		}
+		if (k == 0 || k >= len || line[k] != ' ')
+			return text_err(err, elen, "MANIFEST line %d: not 'BYTES NAME'", lineno);
+		k++;
+		if (!good_name(line + k, len - k))
+			return text_err(err, elen, "MANIFEST line %d: '%.*s' is not NN-name.squashfs or NN-name.verity",
+					lineno, (int)(len - k > 64 ? 64 : len - k), line + k);
+		if (n == max)
+			return text_err(err, elen, "MANIFEST: more than %d files", max);
+		memcpy(files[n].name, line + k, len - k);
+		files[n].name[len - k] = '\0';
+		files[n].bytes = v;
+		for (i = 0; i < n; i++)
+			if (strcmp(files[i].name, files[n].name) == 0)
+				return text_err(err, elen, "MANIFEST line %d: %s listed twice", lineno, files[n].name);
+		n++;
+	}
+	if (n == 0)
+		return text_err(err, elen, "MANIFEST lists no files");
+	return n;
+}
+
+int fetch_urls(const char *spec, char urls[][PATH_LEN], int max, char *err, size_t elen)
+{
+	const char *s = spec, *u;
+	size_t len, i;
+	int n = 0;
+
+	while (text_item(&s, ",", &u, &len)) {
+		if (len == 0)
+			continue;
+		if (len < 8 || strncmp(u, "http://", 7) != 0 || u[7] == '/')
+			return text_err(err, elen, "live.fetch: '%.*s' is not an http://HOST/PATH URL", (int)len, u);
+		for (i = 0; i < len; i++)
+			if (!isgraph((unsigned char)u[i]))
+				return text_err(err, elen, "live.fetch: URL '%.*s' holds a blank or control byte",
+						(int)len, u);
+		if (n == max)
+			return text_err(err, elen, "live.fetch: more than %d URLs", max);
+		if (len + 2 > PATH_LEN - 80) /* room for live/NN-name.squashfs */
+			return text_err(err, elen, "live.fetch: URL of %zu bytes is too long", len);
+		memcpy(urls[n], u, len);
+		urls[n][len] = '\0';
+		if (u[len - 1] != '/')
+			memcpy(urls[n] + len, "/", 2);
+		n++;
+	}
+	if (n == 0)
+		return text_err(err, elen, "live.fetch= names no URL");
+	return n;
+}
+
+static unsigned long long file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (unsigned long long)st.st_size : 0;
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* wget's own complaint (its last line), for our message. */
+static void last_line(const char *path, char *buf, size_t len)
+{
+	char text[512], *nl;
+	int n = read_text(path, text, sizeof(text));
+
+	buf[0] = '\0';
+	if (n <= 0) {
+		fail_clear();
+		return;
+	}
+	while (n > 0 && text[n - 1] == '\n')
+		text[--n] = '\0';
+	nl = strrchr(text, '\n');
+	text_fmt(buf, len, "%s", nl ? nl + 1 : text);
+}
+
+/* One wget run of url into dest (continued where it stopped with -c), with the progress counted as the file
+ * grows. Its exit status (128+signal), -1 if it could not run. */
+static int wget_once(const char *url, const char *dest, bool resume, struct progress *pr, double *last_growth)
+{
+	const char *argv[] = {WGET, "-q", resume ? "-c" : "-q", "-O", dest, url, NULL};
+	unsigned long long before = file_size(dest), now;
+	double grew = progress_now();
+	bool killed = false;
+	int st, fd;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		fd = open("/run/live/fetch.err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd >= 0 && dup2(fd, 2) < 0)
+			_exit(126);
+		execv(WGET, (char *const *)argv);
+		_exit(127);
+	}
+	for (;;) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+
+		if (r < 0 && errno != EINTR)
+			return -1;
+		now = file_size(dest);
+		if (now > before) {
+			if (pr)
+				progress_add(pr, now - before);
+			before = now;
+			*last_growth = grew = progress_now();
+		}
+		if (r == pid)
+			break;
+		if (!killed && progress_now() - grew >= WGET_IDLE_S) {
+			msg("live.fetch: %s: no data for %d s: stopping this try", url, WGET_IDLE_S);
+			if (kill(pid, SIGKILL) != 0)
+				dbg("kill wget: %s", strerror(errno));
+			killed = true;
+		}
+		sleep_s(0.2);
+	}
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+struct source {
+	char urls[FETCH_URL_MAX][PATH_LEN];
+	int n, cur;
+	unsigned timeout;
+};
+
+/* rel from the current URL into dest, bytes long (0: whatever the server sends, from scratch each try). Failures
+ * move on to the next URL after a pause that doubles up to BACKOFF_MAX_S; live.timeout s without a byte more
+ * ends it. */
+static int download(struct source *src, const char *rel, const char *dest, unsigned long long bytes,
+		    struct progress *pr)
+{
+	char url[PATH_LEN], why[200];
+	double last_growth = progress_now(), backoff = 1;
+	unsigned long long have;
+	int rc, tries = 0;
+
+	for (;;) {
+		have = file_size(dest);
+		if (bytes && have == bytes)
+			return 0;
+		if (bytes && have > bytes)
+			return fail(EMSGSIZE, "live.fetch: %s is %llu bytes, more than the %llu MANIFEST says", rel,
+				    have, bytes);
+		if (path_fmt(url, sizeof(url), "%s%s", src->urls[src->cur], rel) != 0)
+			return -1;
+		if (!bytes && unlink(dest) != 0 && errno != ENOENT)
+			return fail(errno, "remove %s", dest);
+		rc = wget_once(url, dest, bytes != 0, pr, &last_growth);
+		if (rc < 0)
+			return fail(errno, "run " WGET);
+		have = file_size(dest);
+		if (rc == 0 && (!bytes || have == bytes))
+			return 0;
+		tries++;
+		last_line("/run/live/fetch.err", why, sizeof(why));
+		if (rc == 0)
+			text_fmt(why, sizeof(why), "the transfer ended at %llu of %llu bytes", have, bytes);
+		if (progress_now() - last_growth >= src->timeout)
+			return fail(
+				ETIMEDOUT,
+				"live.fetch: download %s: no progress for %u s (live.timeout) after %d tries; last from %s: %s",
+				rel, src->timeout, tries, url, why[0] ? why : "wget failed");
+		msg("live.fetch: %s: %s (wget exit %d, %llu bytes here); again in %.0f s%s%s", url,
+		    why[0] ? why : "failed", rc, have, backoff, src->n > 1 ? " from " : "",
+		    src->n > 1 ? src->urls[(src->cur + 1) % src->n] : "");
+		sleep_s(backoff);
+		backoff = backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : backoff * 2;
+		src->cur = (src->cur + 1) % src->n;
+	}
+}
+
+int fetch_medium(struct plan *p)
+{
+	static struct source src;
+	static struct fetch_file files[FETCH_MAX_FILES];
+	static char text[MANIFEST_MAX];
+	char err[300], dir[PATH_LEN + 16], dest[PATH_LEN + 96], opts[64], manifest[PATH_LEN];
+	unsigned long long total = 0;
+	unsigned r = 0;
+	struct progress pr;
+	double secs;
+	int n, i;
+
+	memset(&src, 0, sizeof(src));
+	src.timeout = p->timeout;
+	src.n = fetch_urls(p->fetch, src.urls, FETCH_URL_MAX, err, sizeof(err));
+	if (src.n < 0)
+		return fail(EINVAL, "%s", err);
+	/* a lab of clients started at once spreads over the mirrors */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (unsigned)(progress_now() * 1000);
+	src.cur = (int)(r % (unsigned)src.n);
+	if (!p->net_result[0] && net_up(p) != 0)
+		return -1;
+	if (path_fmt(manifest, sizeof(manifest), "%s/fetch-MANIFEST", p->run_live) != 0)
+		return -1;
+	msg("live.fetch: reading %s%s (%d URL(s))", src.urls[src.cur], MANIFEST, src.n);
+	if (download(&src, MANIFEST, manifest, 0, NULL) != 0)
+		return -1;
+	if (read_text(manifest, text, sizeof(text)) < 0)
+		return -1;
+	n = fetch_manifest_parse(text, files, FETCH_MAX_FILES, err, sizeof(err));
+	if (n < 0)
+		return fail(EBADMSG, "live.fetch: %s%s: %s", src.urls[src.cur], MANIFEST, err);
+	for (i = 0; i < n; i++) {
+		if (files[i].bytes > (~0ULL >> 2) - total)
+			return fail(EFBIG, "live.fetch: the MANIFEST's sizes add up beyond reason");
+		total += files[i].bytes;
+	}
+	if (total + FETCH_RESERVE > p->facts.mem_available)
+		return fail(ENOMEM,
+			    "live.fetch: the image is %llu MiB and the system needs %llu MiB more, but MemAvailable is "
+			    "%llu MiB: give the machine more RAM, or boot it with live.nbd= (layers read on demand)",
+			    total >> 20, FETCH_RESERVE >> 20, p->facts.mem_available >> 20);
+	if (path_fmt(dir, sizeof(dir), "%s/medium", p->run_live) != 0 || mkdir_p(dir, 0755) != 0)
+		return -1;
+	/* A retry from the rescue shell continues into the tmpfs mounted before. */
+	if (!p->device[0]) {
+		if (path_fmt(opts, sizeof(opts), "size=%llu,mode=0755",
+			     total + (unsigned long long)(n + 2) * (1 << 20)) != 0 ||
+		    do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
+			return -1;
+		text_fmt(p->device, sizeof(p->device), "%s", src.urls[src.cur]);
+		text_fmt(p->medium_fstype, sizeof(p->medium_fstype), "tmpfs");
+	}
+	if (path_fmt(dest, sizeof(dest), "%s/live", dir) != 0 || mkdir_p(dest, 0755) != 0)
+		return -1;
+	msg("live.fetch: %d file(s), %llu bytes (%llu MiB), into RAM at %s (MemAvailable %llu MiB)", n, total,
+	    total >> 20, dir, p->facts.mem_available >> 20);
+	progress_start(&pr, "live.fetch", total);
+	for (i = 0; i < n; i++) {
+		char rel[96];
+
+		text_fmt(rel, sizeof(rel), "live/%s", files[i].name);
+		if (path_fmt(dest, sizeof(dest), "%s/%s", dir, rel) != 0)
+			return -1;
+		pr.done += file_size(dest); /* a retry: what is there already */
+		if (download(&src, rel, dest, files[i].bytes, &pr) != 0)
+			return -1;
+	}
+	secs = progress_end(&pr);
+	msg("live.fetch: %d file(s), %llu MiB in %.1f s from %s; dm-verity checks every block before the boot goes on",
+	    n, total >> 20, secs, src.urls[src.cur]);
+	text_fmt(p->toram_result, sizeof(p->toram_result), "in RAM already: live.fetch downloaded %llu MiB",
+		 total >> 20);
+	/* Nothing downloaded is booted unread: the layers are read in full through dm-verity at mount, so an altered
+	 * file stops the boot naming its layer instead of failing later inside the running system. */
+	p->check = p->verify_mode == VERIFY_ON;
+	return 0;
+}

@@ -1,0 +1,92 @@
+# shellcheck shell=bash
+# ./build.sh netboot: the built ISO as a tree to serve for network boot (README "Lab: network boot").
+# Sourced by build.sh, which provides log, die, OUT, TOP, LIVEUNION_VERSION and the built ISO.
+#
+# DIR/
+#   tftp/undionly.kpxe, snponly.efi, ipxe.efi   Debian's iPXE (package ipxe) for PXE ROMs: BIOS, UEFI (the NIC's
+#                                                own driver), UEFI (iPXE's drivers)
+#   images/ID/                                   one image, named by the hash of its content: never rewritten
+#     bzImage initramfs.img cmdline              what the boot menus of the ISO boot, with its live.verify= hashes
+#     live/NN-name.squashfs|verity, live/MANIFEST the layers, their hash trees, "BYTES NAME" lines (live.fetch=)
+#     liveunion.iso                              the ISO itself, the export of nbd-server (live.nbd=)
+#     boot.ipxe                                  the iPXE script of this image (fetch or nbd, see serve)
+#   current.ipxe                                 chains to the newest image; replaced in one rename
+# A new build published into the same DIR leaves the old images where they are, so clients that booted them keep
+# reading them (with live.nbd=) or re-reading them (a retry of live.fetch=); remove old images/ID yourself once no
+# client runs them.
+
+NETBOOT_IPXE_DIR=${NETBOOT_IPXE_DIR:-/usr/lib/ipxe}
+# shellcheck disable=SC2034 # build.sh installs them
+NETBOOT_PKGS=(ipxe)
+
+# netboot_write WORKDIR ISO DIR: WORKDIR is the ISO stage's (tree/, cmdline), ISO the built image.
+netboot_write() {
+	local w=$1 iso=$2 dir=$3 id img f t cmdline
+	{ [ -d "$w/tree/live" ] && [ -f "$w/cmdline" ] && [ -f "$iso" ]; } || die "no built ISO in $w (run ./build.sh first)"
+	for f in undionly.kpxe snponly.efi ipxe.efi; do
+		[ -f "$NETBOOT_IPXE_DIR/$f" ] || die "$NETBOOT_IPXE_DIR/$f missing (Debian package ipxe)"
+	done
+	cmdline=$(cat "$w/cmdline")
+	# The image's name: the hash of everything a client reads, so the same build always gets the same name.
+	id=$( (cd "$w/tree" && sha256sum boot/bzImage boot/initramfs.img live/*) | { cat; printf '%s\n' "$cmdline"; } |
+		sha256sum | cut -c1-12)
+	mkdir -p "$dir/tftp" "$dir/images"
+	for f in undionly.kpxe snponly.efi ipxe.efi; do
+		cp "$NETBOOT_IPXE_DIR/$f" "$dir/tftp/$f.tmp" && mv "$dir/tftp/$f.tmp" "$dir/tftp/$f"
+	done
+	img=$dir/images/$id
+	if [ -f "$img/boot.ipxe" ]; then
+		log "$img: this image is there already (same content)"
+	else
+		t=$dir/images/.$id.tmp
+		rm -rf "$t"
+		mkdir -p "$t/live"
+		cp "$w/tree/boot/bzImage" "$w/tree/boot/initramfs.img" "$t/"
+		cp "$w/tree/live/"* "$t/live/"
+		(cd "$t/live" && for f in *.squashfs *.verity; do
+			[ -e "$f" ] && printf '%s %s\n' "$(stat -c %s "$f")" "$f"
+		done) | LC_ALL=C sort -k2 >"$t/live/MANIFEST"
+		cp "$iso" "$t/liveunion.iso"
+		printf '%s\n' "$cmdline" >"$t/cmdline"
+		netboot_ipxe "$id" "$cmdline" >"$t/boot.ipxe"
+		find "$t" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
+		chmod -R a+rX "$t"
+		mv "$t" "$img"
+	fi
+	printf '#!ipxe\n# the newest image (./build.sh netboot, liveunion %s)\nchain images/%s/boot.ipxe\n' \
+		"$LIVEUNION_VERSION" "$id" >"$dir/current.ipxe.tmp"
+	mv "$dir/current.ipxe.tmp" "$dir/current.ipxe"
+	chmod a+rX "$dir" "$dir/tftp" "$dir/images" "$dir"/tftp/* "$dir/current.ipxe"
+	log "netboot tree $dir: image $id ($(du -sh "$img" | cut -f1)), current.ipxe points at it"
+	for f in "$dir"/images/*/; do
+		[ "$f" = "$img/" ] || log "  older image kept for clients still running it: $f"
+	done
+	log "serve it: ./build.sh serve $dir --interface IFACE"
+}
+
+# netboot_ipxe ID CMDLINE: the image's iPXE script. The server's start.ipxe (serve) sets liveunion-base (its HTTP
+# URL), liveunion-nbd (HOST:PORT of nbd-server) and liveunion-mode (fetch or nbd) before chaining here.
+netboot_ipxe() {
+	local id=$1 cmdline=$2
+	cat <<EOF
+#!ipxe
+# liveunion $LIVEUNION_VERSION image $id (./build.sh netboot): the ISO's kernel, initramfs and command line, with
+# the layers downloaded into RAM (live.fetch=) or read from nbd-server (live.nbd=). BOOTIF tells the init which
+# interface booted; the live.verify= root hashes make what the servers send untrusted.
+set img \${liveunion-base}images/$id/
+iseq \${liveunion-mode} nbd && goto nbd ||
+echo liveunion: image $id over HTTP into RAM
+kernel \${img}bzImage initrd=initramfs.img $cmdline live.fetch=\${img} BOOTIF=01-\${netX/mac:hexhyp} || goto failed
+goto boot
+:nbd
+echo liveunion: image $id from nbd-server \${liveunion-nbd}
+kernel \${img}bzImage initrd=initramfs.img $cmdline live.nbd=\${liveunion-nbd}/liveunion-$id BOOTIF=01-\${netX/mac:hexhyp} || goto failed
+:boot
+initrd \${img}initramfs.img || goto failed
+boot || goto failed
+:failed
+echo liveunion: could not load image $id from \${img}: retrying in 5 s
+sleep 5
+chain \${liveunion-base}start.ipxe
+EOF
+}

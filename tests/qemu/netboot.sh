@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# summary: network boot in a private lab (two network namespaces): ./build.sh netboot and serve (dnsmasq proxyDHCP beside the site's DHCP server, nginx, nbd-server); a BIOS client (iPXE ROM) and a UEFI client (OVMF's own PXE -> TFTP snponly.efi -> iPXE) boot to login over HTTP with every layer verified, addresses from the site's DHCP; a 256 MiB client boots over NBD and gets named I/O errors, no hang, when the server goes; a flipped byte on the server stops the boot naming the layer; HTTP stopped mid-download and back 10 s later: the client finishes; stopped for good: a clear message within live.timeout
+# shellcheck source=tests/qemu/lib/lab.bash
+. "$(dirname "$0")/lib/lab.bash"
+needs_root "network namespaces, bridges and taps for the lab"
+
+W=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-netboot.XXXXXX")
+at_exit "rm -rf '$W'"
+chmod 755 "$W" # the servers read the tree as unprivileged users (serve refuses a tree they cannot reach)
+NB=$W/nb
+
+# ---- the served tree
+require netboot-tree-written "$TOP/build.sh" netboot -o "$NB"
+ID=$(sed -n 's|^chain images/\([0-9a-f]*\)/boot\.ipxe$|\1|p' "$NB/current.ipxe")
+IMG=$NB/images/$ID
+require current-names-an-image test -n "$ID" -a -f "$IMG/boot.ipxe"
+check tree-has-debian-ipxe cmp "$NB/tftp/undionly.kpxe" /usr/lib/ipxe/undionly.kpxe
+check tree-has-uefi-ipxe test -s "$NB/tftp/snponly.efi" -a -s "$NB/tftp/ipxe.efi"
+check manifest-lists-layer-with-its-size grep -qx "$(stat -c %s "$IMG/live/10-base.squashfs") 10-base.squashfs" "$IMG/live/MANIFEST"
+check manifest-lists-hash-tree grep -q ' 10-base.verity$' "$IMG/live/MANIFEST"
+check script-carries-root-hashes grep -qE 'live\.verify=10-base:[0-9a-f]{64}' "$IMG/boot.ipxe"
+check script-passes-bootif grep -qF "BOOTIF=01-\${netX/mac:hexhyp}" "$IMG/boot.ipxe"
+check image-name-is-content-hash test "${#ID}" = 12
+# the same build published again: the same name, nothing rewritten
+before=$(stat -c %Y "$IMG/boot.ipxe")
+check same-build-same-image "$TOP/build.sh" netboot -o "$NB"
+check same-build-leaves-image test "$(find "$NB/images" -mindepth 1 -maxdepth 1 | wc -l)" = 1 -a "$(stat -c %Y "$IMG/boot.ipxe")" = "$before"
+
+# ---- the lab
+require lab-up lab_up
+# serve refuses an interface that does not exist, or has no address, naming it
+check serve-refuses-missing-interface fails lab_ns "$TOP/build.sh" serve "$NB" --interface nosuch0
+lab_ns "$TOP/build.sh" serve "$NB" --interface nosuch0 >"$W/err" 2>&1
+check serve-names-missing-interface grep -q "interface 'nosuch0' does not exist" "$W/err"
+lab_ns ip link add noaddr0 type veth peer name noaddr1
+check serve-refuses-interface-without-address fails lab_ns "$TOP/build.sh" serve "$NB" --interface noaddr0
+lab_ns "$TOP/build.sh" serve "$NB" --interface noaddr0 >"$W/err" 2>&1
+check serve-names-interface-without-address grep -q "interface 'noaddr0' has no IPv4 address" "$W/err"
+require serve-starts lab_serve "$NB"
+check serve-prints-proxydhcp-config grep -q '^dhcp-range=10\.77\.0\.0,proxy,255\.255\.255\.0$' "$LAB_SERVE_LOG"
+check serve-prints-nginx-config grep -q "root $NB;" "$LAB_SERVE_LOG"
+check serve-prints-nbd-export grep -q "^\[liveunion-$ID\]$" "$LAB_SERVE_LOG"
+CONF=$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")
+check http-range-requests lab_ns bash -c "curl -sf -r 4-7 http://$LAB_ADDR/images/$ID/live/MANIFEST | cmp - <(tail -c +5 '$IMG/live/MANIFEST' | head -c 4)"
+
+# plan_net: the address, how it came, the medium (checks for one client)
+net_client_checks() {
+	local c=$1 mac=$2
+	vm_run 'grep -E "^(medium\.fetch|medium\.nbd|net|verify\.result|check\.result|persist\.result|toram\.result)=" /run/live/plan'
+	check "$c-booted-from-our-image" out_has "^medium\.fetch=http://$LAB_ADDR/images/$ID/\$"
+	# proxyDHCP hands out no address: the site's DHCP server (10.77.0.100-199 from 10.77.0.2) did
+	check "$c-address-from-site-dhcp" out_has '^net=eth0 \('"$mac"'\): 10\.77\.0\.1[0-9][0-9]/24 via 10\.77\.0\.2 from DHCP server 10\.77\.0\.2 by DHCP$'
+	check "$c-every-layer-verified" out_has '^verify\.result=every layer through dm-verity$'
+	check "$c-every-block-read" out_has '^check\.result=passed: 1 layer'
+	check "$c-no-persistence" out_has '^persist\.result=none: network boot'
+	check "$c-layers-in-ram" out_has '^toram\.result=in RAM already: live\.fetch downloaded'
+	check "$c-bootif-passed" vm_run "grep -o 'BOOTIF=01-${mac//:/-}' /proc/cmdline"
+	vm_run "grep ' / ' /proc/mounts | tail -n 1"
+	check "$c-root-is-overlay" out_has '^[^ ]+ / overlay '
+	check "$c-root-writable" vm_fact "echo $c >/$c && cat /$c" "$c"
+}
+
+# ---- BIOS: qemu's iPXE ROM (recognised as iPXE: it gets start.ipxe, not iPXE again)
+require "tap-$LAB_TAPS" lab_tap
+lab_nic_args "$LAB_TAP" 52:54:00:77:00:11
+# shellcheck disable=SC2034 # vm_start runs it
+VM_QEMU=$LAB_QEMU
+require bios-client-starts vm_start netboot-bios net-bios "" "${LAB_NIC[@]}"
+require bios-client-login vm_login
+net_client_checks bios 52:54:00:77:00:11
+check bios-layer-served-by-nginx grep -q "GET /images/$ID/live/10-base.squashfs HTTP" "$CONF/access.log"
+check bios-ipxe-got-script grep -q "GET /start.ipxe HTTP" "$CONF/access.log"
+vm_stop
+
+# ---- UEFI: no iPXE ROM: OVMF's PXE asks as x86-64 UEFI and gets snponly.efi by TFTP, which then gets the script
+require "tap-$LAB_TAPS" lab_tap
+lab_nic_args "$LAB_TAP" 52:54:00:77:00:22 ""
+require uefi-client-starts vm_start netboot-uefi net-uefi "" "${LAB_NIC[@]}"
+require uefi-client-login vm_login
+net_client_checks uefi 52:54:00:77:00:22
+check uefi-got-snponly-by-tftp grep -q "sent $NB/tftp/snponly.efi to 10\.77\.0\.1[0-9][0-9]" "$LAB_SERVE_LOG"
+check no-tftp-for-anything-else absent 'sent .*(bzImage|initramfs|squashfs)' cat "$LAB_SERVE_LOG"
+vm_stop
+
+# ---- NBD with 256 MiB: the ISO read on demand; then the server goes away
+require serve-nbd-starts lab_serve "$NB" --boot nbd
+require "tap-$LAB_TAPS" lab_tap
+lab_nic_args "$LAB_TAP" 52:54:00:77:00:33
+VM_MEM_SAVED=$VM_MEM VM_MEM=256
+require nbd-client-starts vm_start netboot-nbd net-bios "" "${LAB_NIC[@]}"
+VM_MEM=$VM_MEM_SAVED
+require nbd-client-login vm_login
+vm_run 'grep -E "^medium\.(nbd|device)=" /run/live/plan'
+check nbd-plan-names-export out_has "^medium\.nbd=$LAB_ADDR:10809/liveunion-$ID\$"
+check nbd-medium-on-nbd-device vm_run "grep -E '^/dev/nbd0(p1)? /run/live/medium iso9660 ro' /proc/mounts"
+check nbd-layer-verified vm_run "grep -c '^layer\.10-base\.verity=/dev/dm-' /run/live/plan"
+check nbd-connection-holder-named vm_run "ps | grep -c '[@]nbd'"
+check nbd-mem-is-small vm_run "awk '/MemTotal/ { exit !(\$2 < 262144) }' /proc/meminfo"
+# a busybox in RAM to look with: programs on the root (read from the server) cannot start once it is gone
+check nbd-tool-in-ram vm_run 'cp /bin/busybox /run/busybox'
+lab_serve_stop
+# what was not read before now fails with an I/O error, named; the system and its shell stay
+vm_run 'echo 3 >/proc/sys/vm/drop_caches; /run/busybox cat /run/live/medium/live/10-base.squashfs >/dev/null' 90
+check nbd-read-after-server-gone-fails out_has 'I/O error|Input/output error'
+check nbd-console-names-lost-connection vm_run "/run/busybox dmesg | /run/busybox grep -cE 'liveunion: live\.nbd: the connection of /dev/nbd0 to $LAB_ADDR:10809 .* ended'"
+check nbd-kernel-names-device vm_run "/run/busybox dmesg | /run/busybox grep -cE 'nbd0.*(I/O error|Receive control failed|Dead connection|shutting down sockets)'"
+check nbd-shell-still-answers vm_fact 'echo alive' alive
+vm_stop
+
+# ---- failures: a direct boot (the same kernel, initramfs and line iPXE passes) against a server in a given state
+line="$(cat "$IMG/cmdline") live.fetch=http://$LAB_ADDR/images/$ID/"
+require "tap-$LAB_TAPS" lab_tap
+lab_nic_args "$LAB_TAP" 52:54:00:77:00:44
+
+# one byte flipped in the layer on the server (the manifest's size still right): the boot stops naming the layer
+BAD=$W/bad
+cp -a "$NB" "$BAD"
+python3 - "$BAD/images/$ID/live/10-base.squashfs" <<'PY'
+import os, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(os.path.getsize(sys.argv[1]) // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x40]))
+PY
+require serve-bad-tree lab_serve "$BAD" --services http
+require bad-client-starts vm_start netboot-bad none "" --cmdline "$line" "${LAB_NIC[@]}"
+check bad-layer-stops-boot vm_wait 'rescue shell \(step layers failed' 120
+check bad-layer-named log_has 'live\.check: layer 10-base FAILED|layer 10-base.*(I/O error|Input/output error)'
+check bad-layer-never-booted log_lacks 'switching to '
+vm_stop
+
+# HTTP stopped while the client downloads, back 10 s later: the client resumes and boots
+require serve-slow-http lab_serve "$NB" --services http --rate 300k
+require resume-client-starts vm_start netboot-resume none "" --cmdline "$line" "${LAB_NIC[@]}"
+require resume-download-started vm_wait 'live\.fetch: [0-9.]+ / [0-9.]+ MiB' 120
+lab_serve_stop
+check resume-client-notices vm_wait 'live\.fetch: http://.*again in [0-9]+ s' 60
+sleep 10
+require serve-back lab_serve "$NB" --services http
+require resume-client-login vm_login
+check resume-continued-with-range grep -qE '"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 206 ' "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")/access.log"
+check resume-verified vm_run 'grep -x "check.result=passed: 1 layer(s) read in full" /run/live/plan'
+vm_stop
+
+# stopped for good: a clear message and the rescue shell within live.timeout
+lab_serve_stop
+require gone-client-starts vm_start netboot-gone none "" --cmdline "$line live.timeout=8" "${LAB_NIC[@]}"
+check gone-clear-message vm_wait 'live\.fetch: download live/MANIFEST: no progress for 8 s \(live\.timeout\)' 90
+check gone-rescue-shell vm_wait 'rescue shell \(step medium failed' 30
+vm_stop
+finish
