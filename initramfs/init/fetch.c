@@ -127,14 +127,6 @@ static unsigned long long file_size(const char *path)
 	return stat(path, &st) == 0 ? (unsigned long long)st.st_size : 0;
 }
 
-static void sleep_s(double s)
-{
-	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* wget's own complaint (its last line), for our message. */
 static void last_line(const char *path, char *buf, size_t len)
 {
@@ -192,7 +184,7 @@ static int wget_once(const char *url, const char *dest, bool resume, struct prog
 				dbg("kill wget: %s", strerror(errno));
 			killed = true;
 		}
-		sleep_s(0.2);
+		sleep_ms(200);
 	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
@@ -243,7 +235,7 @@ static int download(struct source *src, const char *rel, const char *dest, unsig
 		msg("live.fetch: %s: %s (wget exit %d, %llu bytes here); again in %.0f s%s%s", url,
 		    why[0] ? why : "failed", rc, have, backoff, src->n > 1 ? " from " : "",
 		    src->n > 1 ? src->urls[(src->cur + 1) % src->n] : "");
-		sleep_s(backoff);
+		sleep_ms((long)(backoff * 1000));
 		backoff = backoff * 2 > BACKOFF_MAX_S ? BACKOFF_MAX_S : backoff * 2;
 		src->cur = (src->cur + 1) % src->n;
 	}

@@ -310,14 +310,6 @@ static unsigned long long sys_size(int n)
 	return strtoull(buf, NULL, 10);
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* The child that lends the kernel its socket: NBD_DO_IT returns only when the connection ends. */
 static void serve_device(int dev, int sock, int n, const struct nbd_spec *s)
 {

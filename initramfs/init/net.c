@@ -21,14 +21,6 @@
 /* The udhcpc script of the initramfs (initramfs/udhcpc.script): it configures the address, route and DNS. */
 #define UDHCPC_SCRIPT "/etc/udhcpc.script"
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 static int read_line(const char *fmt, const char *name, char *buf, size_t len)
 {
 	char path[PATH_LEN];

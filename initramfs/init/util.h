@@ -14,6 +14,8 @@ int write_full(int fd, const void *buf, size_t len);
 /* Run argv[0] (a full path) with argv and wait: its exit status, 128 + the signal that ended it, or -1 (errno)
  * when it could not be started or waited for. Nothing is logged. */
 int run_wait(const char *const argv[]);
+/* Sleep ms milliseconds, whatever signals come. */
+void sleep_ms(long ms);
 /* Create or truncate path for writing (0644): the fd, or -1 with fail() set. */
 int open_write(const char *path);
 /* Read a small text file; -1 on error. */
