@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: network boot in a private lab (two network namespaces): ./build.sh netboot and serve (dnsmasq proxyDHCP beside the site's DHCP server, nginx, nbd-server); a BIOS client (iPXE ROM) and a UEFI client (OVMF's own PXE -> TFTP snponly.efi -> iPXE) boot to login over HTTP with every layer verified, addresses from the site's DHCP; a 256 MiB client boots over NBD and gets named I/O errors, no hang, when the server goes; a flipped byte on the server stops the boot naming the layer; HTTP stopped mid-download and back 10 s later: the client finishes; stopped for good: a clear message within live.timeout
+# summary: network boot in a private lab (two network namespaces): ./build.sh netboot and serve (dnsmasq proxyDHCP beside the site's DHCP server, nginx, nbd-server); a BIOS client (iPXE ROM) and a UEFI client (OVMF's own PXE -> TFTP snponly.efi -> iPXE) boot to login over HTTP with every layer verified, addresses from the site's DHCP; a 256 MiB client boots over NBD and gets named I/O errors, no hang, when the server goes; a flipped byte on the server stops the boot naming the layer; HTTP stopped mid-download and back 10 s later: the client finishes; stopped for good: a clear message within live.timeout; a static ip= with a dead first URL boots from the second; a MANIFEST bigger than the RAM is refused before any download
 # shellcheck source=tests/qemu/lib/lab.bash
 . "$(dirname "$0")/lib/lab.bash"
 needs_root "network namespaces, bridges and taps for the lab"
@@ -138,6 +138,29 @@ require serve-back lab_serve "$NB" --services http
 require resume-client-login vm_login
 check resume-continued-with-range grep -qE '"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 206 ' "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")/access.log"
 check resume-verified vm_run 'grep -x "check.result=passed: 1 layer(s) read in full" /run/live/plan'
+vm_stop
+
+# a static address (ip= as the kernel documents it) and two URLs, the first on no server: whichever the client
+# starts with, it boots from the one that answers
+require serve-for-static lab_serve "$NB" --services http
+static="ip=10.77.0.50::10.77.0.1:255.255.255.0::eth0:off live.fetch=http://10.77.0.9/nowhere/,http://$LAB_ADDR/images/$ID/"
+require static-client-starts vm_start netboot-static none "" --cmdline "$(cat "$IMG/cmdline") $static" "${LAB_NIC[@]}"
+require static-client-login vm_login
+check static-address-planned vm_run 'grep -x "net=eth0 (52:54:00:77:00:44): 10.77.0.50/24 static, gateway 10.77.0.1" /run/live/plan'
+check static-address-set vm_run "ip -4 addr show dev eth0 | grep -c 'inet 10\.77\.0\.50/24'"
+check static-no-dhcp-asked log_lacks 'asking DHCP'
+check static-layers-from-the-url-that-answers vm_run "grep -x 'medium.device=http://$LAB_ADDR/images/$ID/' /run/live/plan"
+vm_stop
+
+# a MANIFEST that asks for more RAM than the client has: refused before any download, naming live.nbd=
+BIG=$W/big
+cp -a "$NB" "$BIG"
+printf '%s 10-base.squashfs\n' $((4 << 30)) >"$BIG/images/$ID/live/MANIFEST"
+require serve-big-tree lab_serve "$BIG" --services http
+require big-client-starts vm_start netboot-big none "" --cmdline "$line" "${LAB_NIC[@]}"
+check big-refused-naming-nbd vm_wait 'live\.fetch: the image is 4096 MiB .* boot it with live\.nbd=' 120
+check big-rescue-shell vm_wait 'rescue shell \(step medium failed' 30
+check big-nothing-downloaded absent 'GET /images/[0-9a-f]+/live/10-base' cat "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")/access.log"
 vm_stop
 
 # stopped for good: a clear message and the rescue shell within live.timeout
