@@ -24,8 +24,6 @@
  * would do it, but Debian's busybox-static 1.35 crashes (SIGSEGV) on -T: the init watches the file instead. */
 #define WGET_IDLE_S 10
 #define BACKOFF_MAX_S 8
-/* RAM left to the running system besides the downloaded files (as live.toram leaves). */
-#define FETCH_RESERVE (64ULL << 20)
 #define MANIFEST "live/MANIFEST"
 #define MANIFEST_MAX 16384
 
@@ -279,11 +277,11 @@ int fetch_medium(struct plan *p)
 			return fail(EFBIG, "live.fetch: the MANIFEST's sizes add up beyond reason");
 		total += files[i].bytes;
 	}
-	if (total + FETCH_RESERVE > p->facts.mem_available)
+	if (total + RAM_RESERVE > p->facts.mem_available)
 		return fail(ENOMEM,
 			    "live.fetch: the image is %llu MiB and the system needs %llu MiB more, but MemAvailable is "
 			    "%llu MiB: give the machine more RAM, or boot it with live.nbd= (layers read on demand)",
-			    total >> 20, FETCH_RESERVE >> 20, p->facts.mem_available >> 20);
+			    total >> 20, RAM_RESERVE >> 20, p->facts.mem_available >> 20);
 	if (path_fmt(dir, sizeof(dir), "%s/medium", p->run_live) != 0 || mkdir_p(dir, 0755) != 0)
 		return -1;
 	/* A retry from the rescue shell continues into the tmpfs mounted before. */

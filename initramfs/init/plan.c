@@ -7,9 +7,6 @@
 
 #include "text.h"
 
-/* Room the running system needs besides the RAM copy of the layers. */
-#define TORAM_RESERVE (64ULL << 20)
-
 const char *step_name(enum step_id s)
 {
 	return key_table[K_BREAK].choices[s];
@@ -24,38 +21,7 @@ static void copy(char *dst, size_t len, const char *src)
 /* Valid but absurd values: a tmpfs larger than the RAM (the initramfs has no swap: the machine would run out of
  * memory instead of the upper filling up), one too small to start a system in, no time at all for a USB disk to
  * appear. Each is clamped, and said in p->adjusted. */
-static void clamp(struct plan *p, unsigned long long mem_total)
-{
-	size_t used;
-
-	p->adjusted[0] = '\0';
-	if (mem_total && p->upper_bytes > mem_total) {
-		text_fmt(
-			p->adjusted, sizeof(p->adjusted),
-			"live.size= asks for %llu bytes, more than the RAM (%llu MiB): the RAM's size (as live.size=100%%) "
-			"used; ",
-			p->upper_bytes, mem_total >> 20);
-		p->upper_bytes = mem_total;
-	}
-	if (p->upper_bytes < UPPER_MIN && (mem_total || !p->size.percent)) { /* 0: no RAM figure, no limit */
-		used = strlen(p->adjusted);
-		text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
-			 "live.size= asks for %llu bytes, less than a live system starts in: %llu MiB used; ",
-			 p->upper_bytes, UPPER_MIN >> 20);
-		p->upper_bytes = UPPER_MIN;
-	}
-	if (p->timeout < TIMEOUT_MIN) {
-		used = strlen(p->adjusted);
-		text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
-			 "live.timeout=%u leaves no time for a USB disk to appear: %d s used; ", p->timeout,
-			 TIMEOUT_MIN);
-		p->timeout = TIMEOUT_MIN;
-	}
-	used = strlen(p->adjusted);
-	if (used >= 2)
-		p->adjusted[used - 2] = '\0'; /* the last "; " */
-}
-
+/* Append one adjustment to p->adjusted, "; " between them (main says them on the console). */
 static void note(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(struct plan *p, const char *fmt, ...)
 {
@@ -70,6 +36,27 @@ static void note(struct plan *p, const char *fmt, ...)
 	if (vsnprintf(p->adjusted + used, sizeof(p->adjusted) - used, fmt, ap) < 0)
 		p->adjusted[used] = '\0';
 	va_end(ap);
+}
+
+static void clamp(struct plan *p, unsigned long long mem_total)
+{
+	p->adjusted[0] = '\0';
+	if (mem_total && p->upper_bytes > mem_total) {
+		note(p,
+		     "live.size= asks for %llu bytes, more than the RAM (%llu MiB): the RAM's size (as live.size=100%%) "
+		     "used",
+		     p->upper_bytes, mem_total >> 20);
+		p->upper_bytes = mem_total;
+	}
+	if (p->upper_bytes < UPPER_MIN && (mem_total || !p->size.percent)) { /* 0: no RAM figure, no limit */
+		note(p, "live.size= asks for %llu bytes, less than a live system starts in: %llu MiB used",
+		     p->upper_bytes, UPPER_MIN >> 20);
+		p->upper_bytes = UPPER_MIN;
+	}
+	if (p->timeout < TIMEOUT_MIN) {
+		note(p, "live.timeout=%u leaves no time for a USB disk to appear: %d s used", p->timeout, TIMEOUT_MIN);
+		p->timeout = TIMEOUT_MIN;
+	}
 }
 
 /* Network boot: live.fetch= or live.nbd= (fetch wins when both are given, said), ip= and BOOTIF= checked here,
@@ -148,13 +135,11 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	if (c->v[K_ISO].s[0]) {
 		int n = snprintf(p->iso_path, sizeof(p->iso_path), "%s%s", c->v[K_ISO].s[0] == '/' ? "" : "/",
 				 c->v[K_ISO].s);
-		size_t used = strlen(p->adjusted);
 
 		if (n < 0 || (size_t)n >= sizeof(p->iso_path)) {
 			p->iso_path[0] = '\0';
-			text_fmt(p->adjusted + used, sizeof(p->adjusted) - used,
-				 "%slive.iso= is %zu bytes, longer than a path here may be (%d): ignored",
-				 used ? "; " : "", strlen(c->v[K_ISO].s), PATH_LEN - 1);
+			note(p, "live.iso= is %zu bytes, longer than a path here may be (%d): ignored",
+			     strlen(c->v[K_ISO].s), PATH_LEN - 1);
 		}
 	}
 	plan_net(c, p);
@@ -195,7 +180,7 @@ int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen
 
 bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
 {
-	unsigned long long need = TORAM_RESERVE;
+	unsigned long long need = RAM_RESERVE;
 	int i;
 
 	for (i = 0; i < p->nlayers; i++)
@@ -205,7 +190,7 @@ bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
 		return true;
 	}
 	text_err(note, nlen, "not enough RAM: need %llu MiB (layers + %llu MiB reserve), MemAvailable %llu MiB",
-		 need >> 20, TORAM_RESERVE >> 20, p->facts.mem_available >> 20);
+		 need >> 20, RAM_RESERVE >> 20, p->facts.mem_available >> 20);
 	return false;
 }
 

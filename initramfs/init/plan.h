@@ -103,6 +103,8 @@ enum persist_kind persist_kind(const char *spec);
 /* The smallest tmpfs upper and wait plan_make lets a command line ask for. */
 #define UPPER_MIN (4ULL << 20)
 #define TIMEOUT_MIN 1
+/* Room the running system needs besides layers held in RAM (live.toram's copy, live.fetch's download). */
+#define RAM_RESERVE (64ULL << 20)
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);
 /* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err

@@ -86,9 +86,8 @@ vm_stop
 require serve-nbd-starts lab_serve "$NB" --boot nbd
 require "tap-$LAB_TAPS" lab_tap
 lab_nic_args "$LAB_TAP" 52:54:00:77:00:33
-VM_MEM_SAVED=$VM_MEM VM_MEM=256
-require nbd-client-starts vm_start netboot-nbd net-bios "" "${LAB_NIC[@]}"
-VM_MEM=$VM_MEM_SAVED
+# 256 MiB for this client only (an assignment before a function call lasts for the call)
+VM_MEM=256 require nbd-client-starts vm_start netboot-nbd net-bios "" "${LAB_NIC[@]}"
 require nbd-client-login vm_login
 vm_run 'grep -E "^medium\.(nbd|device)=" /run/live/plan'
 check nbd-plan-names-export out_has "^medium\.nbd=$LAB_ADDR:10809/liveunion-$ID\$"
