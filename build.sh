@@ -41,7 +41,7 @@ export SOURCE_DATE_EPOCH
 BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
 	mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin sbsigntool openssl faketime)
-TEST_PKGS=(qemu-system-x86 qemu-utils ovmf ipxe-qemu ipxe dnsmasq-base nginx-light nbd-server curl shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
+TEST_PKGS=(qemu-system-x86 qemu-utils ovmf ipxe-qemu curl shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
 	man-db groff-base fusefat grub-pc-bin grub-efi-amd64-bin grub-common)
 
 log() { printf '%s\n' "liveunion: $*" >&2; }
@@ -187,7 +187,8 @@ build)
 	;;
 test)
 	shift
-	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+	# the network boot scenario runs netboot's and serve's own packages
+	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${NETBOOT_PKGS[@]}" "${SERVE_PKGS[@]}"
 	run_stages
 	exec "$TOP/tests/run" "$@"
 	;;
