@@ -40,7 +40,7 @@ require serve-starts lab_serve "$NB"
 check serve-prints-proxydhcp-config grep -q '^dhcp-range=10\.77\.0\.0,proxy,255\.255\.255\.0$' "$LAB_SERVE_LOG"
 check serve-prints-nginx-config grep -q "root $NB;" "$LAB_SERVE_LOG"
 check serve-prints-nbd-export grep -q "^\[liveunion-$ID\]$" "$LAB_SERVE_LOG"
-CONF=$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")
+ACCESS=$(lab_access_log)
 check http-range-requests lab_ns bash -c "curl -sf -r 4-7 http://$LAB_ADDR/images/$ID/live/MANIFEST | cmp - <(tail -c +5 '$IMG/live/MANIFEST' | head -c 4)"
 
 # plan_net: the address, how it came, the medium (checks for one client)
@@ -68,8 +68,8 @@ VM_QEMU=$LAB_QEMU
 require bios-client-starts vm_start netboot-bios net-bios "" "${LAB_NIC[@]}"
 require bios-client-login vm_login
 net_client_checks bios 52:54:00:77:00:11
-check bios-layer-served-by-nginx grep -q "GET /images/$ID/live/10-base.squashfs HTTP" "$CONF/access.log"
-check bios-ipxe-got-script grep -q "GET /start.ipxe HTTP" "$CONF/access.log"
+check bios-layer-served-by-nginx grep -q "GET /images/$ID/live/10-base.squashfs HTTP" "$ACCESS"
+check bios-ipxe-got-script grep -q "GET /start.ipxe HTTP" "$ACCESS"
 vm_stop
 
 # ---- UEFI: no iPXE ROM: OVMF's PXE asks as x86-64 UEFI and gets snponly.efi by TFTP, which then gets the script
@@ -135,7 +135,7 @@ check resume-client-notices vm_wait 'live\.fetch: http://.*again in [0-9]+ s' 60
 sleep 10
 require serve-back lab_serve "$NB" --services http
 require resume-client-login vm_login
-check resume-continued-with-range grep -qE '"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 206 ' "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")/access.log"
+check resume-continued-with-range grep -qE '"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 206 ' "$(lab_access_log)"
 check resume-verified vm_run 'grep -x "check.result=passed: 1 layer(s) read in full" /run/live/plan'
 vm_stop
 
@@ -159,7 +159,7 @@ require serve-big-tree lab_serve "$BIG" --services http
 require big-client-starts vm_start netboot-big none "" --cmdline "$line" "${LAB_NIC[@]}"
 check big-refused-naming-nbd vm_wait 'live\.fetch: the image is 4096 MiB .* boot it with live\.nbd=' 120
 check big-rescue-shell vm_wait 'rescue shell \(step medium failed' 30
-check big-nothing-downloaded absent 'GET /images/[0-9a-f]+/live/10-base' cat "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")/access.log"
+check big-nothing-downloaded absent 'GET /images/[0-9a-f]+/live/10-base' cat "$(lab_access_log)"
 vm_stop
 
 # stopped for good: a clear message and the rescue shell within live.timeout

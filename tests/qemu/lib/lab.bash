@@ -89,6 +89,9 @@ lab_serve() {
 	return 1
 }
 
+# lab_access_log: the access log of the running serve's nginx (in the config directory serve names at its start).
+lab_access_log() { printf '%s/access.log\n' "$(sed -n 's/.*config files in \(.*\):$/\1/p' "$LAB_SERVE_LOG")"; }
+
 # lab_serve_stop: what Ctrl-C does to serve (it stops its servers; SIGTERM: a background job ignores SIGINT), and
 # wait for it.
 lab_serve_stop() {
