@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check (tests/lib.sh)
 # libFuzzer runs of the init's parsers of untrusted bytes (tests/fuzz/init-*.c: the ISO9660 identity, MBR/GPT,
-# the FAT/exFAT block map, the ext4 superblock, the LUKS2 header, network boot's MANIFEST, NBD replies, ip=, live.fetch= and live.nbd=, paths.conf, the command line), built with clang from the init's own
+# the FAT/exFAT block map, the ext4 superblock, the LUKS2 header, the store's meta file, network boot's MANIFEST, NBD replies, ip=, live.fetch= and live.nbd=, paths.conf, the command line), built with clang from the init's own
 # flags under ASan and UBSan: each for INIT_FUZZ_SECONDS (default 10) with -seed=1, over a copy of its committed
 # seed corpus (tests/fuzz/corpus/init-NAME, crash-* files included: every crash found once stays a case). A crash,
 # leak, UB report or violated invariant fails it. bench/fuzz runs the same targets for longer.
@@ -12,7 +12,7 @@ B=$OUT/tests/init-fuzz
 SRC=$TOP/initramfs/init
 FZ=$TOP/tests/fuzz
 SECONDS_EACH=${INIT_FUZZ_SECONDS:-10}
-TARGETS=(cmdline extsb fat iso luks net part paths) # in name order
+TARGETS=(cmdline extsb fat iso luks meta net part paths) # in name order
 mkdir -p "$B"
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 SAN=(-g -O1 '-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)

@@ -1,7 +1,9 @@
 # shellcheck shell=bash
 # Sourced by tests/qemu/persist-powerloss*.sh with PL_KIND set: part (the store is partition 3, LABEL=liveunion-rw),
 # fat or exfat (the store is liveunion-rw.img on a FAT32 or exFAT partition 3, as ./build.sh usb --file makes it, used
-# in place by the init: a loop device on the partition at the file's offset).
+# in place by the init: a loop device on the partition at the file's offset), luks (partition 3 is a LUKS2 container,
+# as ./build.sh usb --encrypt makes it: the guest's dm-crypt writes ciphertext; the host reads each crash point's store
+# out through iso/luks-fill -d with the volume key cryptsetup dumps from the header, no device-mapper needed).
 # Power loss that loses the volatile cache. The quick one is persist-powercut.sh (a killed qemu keeps every
 # completed write in the host's page cache). Here a
 # crash point is any prefix of the log ending at a flush (what the stick holds when power goes right after the
@@ -19,6 +21,12 @@ UPPER=/liveunion-v1/upper
 
 build_rl() { gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$RL" "$TOP/tests/powerloss/replay-log.c"; }
 require replay-log-built build_rl
+LF=$PDIR/luks-fill PASS='power loss inside'
+if [ "$PL_KIND" = luks ]; then
+	build_lf() { gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$LF" "$TOP/iso/luks-fill.c" -lcrypto; }
+	require luks-fill-built build_lf
+	printf '%s\n' "$PASS" >"$PDIR/pass"
+fi
 PL_NAME=persist-powerloss
 [ "$PL_KIND" = part ] || PL_NAME=persist-powerloss-$PL_KIND
 case "$PL_KIND" in
@@ -28,17 +36,30 @@ fat) require stick-made make_stick "$img" --persist-size 32M --file
 	STORE_USED='liveunion: persistence: store liveunion-rw.img on /dev/sd[a-z]3 \(vfat, in one piece at byte [0-9]+\) via /dev/loop[0-9]+, ext4' ;;
 exfat) require stick-made make_stick "$img" --persist-size 32M --file --exfat
 	STORE_USED='liveunion: persistence: store liveunion-rw.img on /dev/sd[a-z]3 \(exfat, in one piece at byte [0-9]+\) via /dev/loop[0-9]+, ext4' ;;
-*) require "PL_KIND=$PL_KIND-is-part-fat-or-exfat" false ;;
+luks) require stick-made make_stick "$img" --persist-size 32M --encrypt --passphrase-file "$PDIR/pass"
+	STORE_USED='liveunion: persistence: store /dev/sd[a-z]3 \(LUKS2 LABEL=liveunion-rw\) unlocked as /dev/mapper/liveunion-rw, ext4' ;;
+*) require "PL_KIND=$PL_KIND-is-part-fat-or-exfat-or-luks" false ;;
 esac
 
 # Where the store lies on the stick, as the host finds it by itself: partition 3, or for an image file the first
 # ext4 primary superblock (magic, label liveunion-rw, group 0) inside partition 3 and the size that superblock gives.
-# STORE_AT and STORE_BYTES are byte offsets on the whole stick.
+# STORE_AT and STORE_BYTES are byte offsets on the whole stick. With LUKS: the data segment (its offset from the
+# header, to the partition's end), and the volume key in $PDIR/volume.key.
 store_place() {
-	local p off size
+	local p off size seg
 	read -r off size < <(part_of "$1" 3) && [ -n "${size:-}" ] || return 1
 	if [ "$PL_KIND" = part ]; then
 		STORE_AT=$off STORE_BYTES=$size
+		return 0
+	fi
+	if [ "$PL_KIND" = luks ]; then
+		part_read "$1" 3 "$PDIR/p3.luks" || return 1
+		seg=$(cryptsetup luksDump "$PDIR/p3.luks" | awk '/^Data segments:/ { d = 1 } d && $1 == "offset:" { print $2; exit }')
+		[ -n "$seg" ] && [ "$seg" -lt "$size" ] || return 1
+		(umask 077 && cryptsetup luksDump --batch-mode --dump-volume-key --volume-key-file "$PDIR/volume.key" \
+			--key-file - "$PDIR/p3.luks" >/dev/null < <(printf %s "$PASS")) || return 1
+		rm -f "$PDIR/p3.luks"
+		STORE_AT=$((off + seg)) STORE_BYTES=$((size - seg))
 		return 0
 	fi
 	p=$(python3 - "$1" "$off" "$size" <<-'PY'
@@ -55,9 +76,29 @@ store_place() {
 	) || return 1
 	read -r STORE_AT STORE_BYTES <<<"$p"
 }
-# store_out IMAGE FILE, store_in IMAGE FILE: the store's bytes out of the stick and back in
-store_out() { dd if="$1" of="$2" bs=512 skip=$((STORE_AT / 512)) count=$((STORE_BYTES / 512)) status=none; }
-store_in() { [ "$(stat -c %s "$2")" -le "$STORE_BYTES" ] && dd if="$2" of="$1" bs=512 seek=$((STORE_AT / 512)) conv=notrunc status=none; }
+# store_out IMAGE FILE, store_in IMAGE FILE: the store's bytes out of the stick and back in (with LUKS: decrypted
+# out, encrypted in)
+store_out() {
+	if [ "$PL_KIND" = luks ]; then
+		"$LF" -d "$PDIR/volume.key" "$1" "$STORE_AT" "$STORE_BYTES" "$2"
+	else
+		dd if="$1" of="$2" bs=512 skip=$((STORE_AT / 512)) count=$((STORE_BYTES / 512)) status=none
+	fi
+}
+store_in() {
+	[ "$(stat -c %s "$2")" -le "$STORE_BYTES" ] || return 1
+	if [ "$PL_KIND" = luks ]; then
+		"$LF" "$PDIR/volume.key" "$2" "$1" "$STORE_AT"
+	else
+		dd if="$2" of="$1" bs=512 seek=$((STORE_AT / 512)) conv=notrunc status=none
+	fi
+}
+# unlocked: with LUKS, the init's passphrase prompt answered (after each vm_start); nothing to do otherwise
+unlocked() {
+	[ "$PL_KIND" = luks ] || return 0
+	vm_wait 'Passphrase for the persistence store /dev/sd[a-z]3 \(LUKS2 LABEL=liveunion-rw\): ' "$VM_BOOT_TIMEOUT" &&
+		vm_send "$PASS"
+}
 # store_consistent IMAGE: the store's copy passes e2fsck -fn; host_fs_clean IMAGE: the FAT or exFAT holding it too
 store_consistent() { store_out "$1" "$PDIR/sc.img" && e2fsck -fn "$PDIR/sc.img" >"$PDIR/sc.out" 2>&1; }
 host_fs_clean() { if [ "$PL_KIND" = fat ]; then fat_clean "$1"; else exfat_clean "$1"; fi; }
@@ -97,6 +138,7 @@ logged_stick() { # APPEND: the stick through blklogwrites, the log started afres
 mapfile -t stick_off < <(logged_stick off)
 mapfile -t stick_on < <(logged_stick on)
 require boot vm_start "$PL_NAME" none "" --direct "${stick_off[@]}"
+require unlocked unlocked
 require login vm_login
 check store-used log_has "$STORE_USED"
 # The crash points below are flushes: the guest must send them (a write cache it knows of), and no FUA (qemu's
@@ -164,7 +206,7 @@ E2FSCK_OK=': (recovering journal|(Clearing|Truncating) orphaned inode [0-9]+ \(.
 no_repairs() {
 	local text rest
 	text=$(tr -d '\r' <"$1") || return 1
-	rest=$(grep -E '^(liveunion-rw|/dev/[a-z0-9]+): ' <<<"$text" | grep -vE "$E2FSCK_OK")
+	rest=$(grep -E '^(liveunion-rw|/dev/[a-z0-9/_-]+): ' <<<"$text" | grep -vE "$E2FSCK_OK")
 	[ -z "$rest" ] && return 0
 	printf '#   e2fsck said: %s\n' "$rest" >&2
 	return 1
@@ -175,6 +217,7 @@ require poweroff vm_poweroff
 # The boot-time writes of live.persist.reset, in a second boot whose writes go on in the same log: upper/ is
 # renamed aside to upper.reset-DATE (every synced file goes with it) and a fresh upper/ made, meta rewritten.
 require boot-reset vm_start "$PL_NAME-reset" none "" --keys live.persist.reset "${stick_on[@]}"
+require unlocked-reset unlocked
 require login-reset vm_login
 check reset-said log_has '^liveunion: persistence: live.persist.reset: previous changes kept in liveunion-v1/upper.reset-[0-9-]+$'
 require reset-dir-named vm_run 'cd /run/live/store/liveunion-v1 && ls -d upper.reset-*'
@@ -425,6 +468,7 @@ if require crash-image-picked test -n "${crash_at:-}"; then
 	crash_pending=0
 	store_out "$PDIR/crash.img" "$PDIR/crash.p3" && pending "$PDIR/crash.p3" && crash_pending=1
 	require crash-boot vm_start "$PL_NAME-crash" stick-bios "$PDIR/crash.img" --direct
+	require crash-unlocked unlocked
 	require crash-login vm_login
 	check crash-store-used log_has "$STORE_USED"
 	check crash-no-e2fsck-repair no_repairs "$VM_LOG"
@@ -432,6 +476,6 @@ if require crash-image-picked test -n "${crash_at:-}"; then
 	check crash-synced-files-there vm_run "test \"\$(cat /home/pl/renamed)\" = gone-1 && test ! -e /home/pl/gone && test -e /home/pl/big"
 	require crash-poweroff vm_poweroff
 	check crash-store-consistent-after store_consistent "$PDIR/crash.img"
-	[ "$PL_KIND" = part ] || check crash-host-filesystem-clean host_fs_clean "$PDIR/crash.img"
+	case "$PL_KIND" in fat | exfat) check crash-host-filesystem-clean host_fs_clean "$PDIR/crash.img" ;; esac
 fi
 finish
