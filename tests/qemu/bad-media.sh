@@ -12,6 +12,18 @@ require layer-located test -n "${off:-}" -a "${size:-0}" -gt $((1 << 20))
 read -r voff vsize < <(iso_file_offset "$ISO" /live/10-base.verity)
 require hash-tree-located test -n "${voff:-}" -a "${vsize:-0}" -gt 8192
 
+# A bystander: a disk of the user's (ext4 with a file) attached to
+# every boot below; whatever fails, it is byte for byte the same afterwards.
+bystander=$PDIR/bystander.img
+mkdir -p "$PDIR/bystander.d" && echo "the user's own file" >"$PDIR/bystander.d/mine" || exit 1
+# shellcheck disable=SC2317 # called through require
+make_bystander() { mkfs.ext4 -q -F -L userdata -d "$PDIR/bystander.d" "$bystander" 8M >/dev/null; }
+require bystander-made make_bystander
+bsum=$(sha256sum <"$bystander")
+BYSTANDER=(-drive "file=$bystander,if=virtio,format=raw")
+# shellcheck disable=SC2317 # called through check
+bystander_untouched() { [ "$(sha256sum <"$bystander")" = "$bsum" ]; }
+
 # rescue_answers: the rescue shell is there and runs commands.
 # shellcheck disable=SC2317 # called through check
 rescue_answers() { vm_quiet && vm_fact 'echo "rescue $((6 * 7))"' 'rescue 42'; }
@@ -20,12 +32,14 @@ rescue_answers() { vm_quiet && vm_fact 'echo "rescue $((6 * 7))"' 'rescue 42'; }
 stops_in_rescue() {
 	local n=$1 re=$2
 	shift 2
-	require "$n-boot" vm_start "bad-media-$n" "$@"
+	require "$n-boot" vm_start "bad-media-$n" "$@" "${BYSTANDER[@]}"
 	require "$n-rescue" vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
 	check "$n-names-layer" log_has "$re"
 	check "$n-no-panic" log_lacks 'Kernel panic'
 	check "$n-rescue-answers" rescue_answers
+	check "$n-bystander-seen" vm_run "grep -qx $((8 * 2048)) /sys/class/block/vd*/size"
 	vm_stop
+	check "$n-bystander-untouched" bystander_untouched
 }
 
 # 1. The ISO cut in the middle of 10-base (a download or a copy that stopped): the layer cannot be read.
@@ -76,19 +90,20 @@ sum=$(part_sum "$img")
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 require store-eio-boot vm_start bad-media-store none "" --direct -device qemu-xhci,id=xhci \
 	-drive "if=none,id=stick,format=raw,file=blkdebug:$PDIR/store-eio.conf:$img" \
-	-device usb-storage,bus=xhci.0,drive=stick
+	-device usb-storage,bus=xhci.0,drive=stick "${BYSTANDER[@]}"
 require store-eio-login vm_login
 check store-eio-said log_has 'liveunion: persistence: none: no partition labelled liveunion-rw and no liveunion-rw.img on /dev/sd[a-z]; could not read /dev/sd[a-z]3'
 check store-eio-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
 require store-eio-poweroff vm_poweroff
 check store-eio-untouched test "$sum" = "$(part_sum "$img")"
+check store-eio-bystander-untouched bystander_untouched
 
 # 5. The stick (medium and store) pulled mid-session: the live system says which device is gone; its shell still
 # answers; what was synced before is on the store.
 # shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 require pull-boot vm_start bad-media-pull none "" --direct -device qemu-xhci,id=xhci \
 	-drive "if=none,id=stick,format=raw,file=$img" -device usb-storage,bus=xhci.0,drive=stick,id=stick-dev \
-	-qmp "unix:$PDIR/qmp.sock,server=on,wait=off"
+	-qmp "unix:$PDIR/qmp.sock,server=on,wait=off" "${BYSTANDER[@]}"
 require pull-login vm_login
 check pull-store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
 check pull-synced-before vm_run "echo before-pull >/home/kept && sync"
@@ -96,6 +111,7 @@ check pull-device-del vm_qmp "$PDIR/qmp.sock" '{"execute": "device_del", "argume
 check pull-said vm_wait 'liveunion: /dev/sd[a-z]3, the persistence store \(/run/live/store\), is gone \(unplugged or failed\)' 60
 check pull-shell-answers vm_fact 'echo "still $((6 * 7))"' 'still 42'
 vm_stop
+check pull-bystander-untouched bystander_untouched
 # the stick was pulled, not unmounted: its journal is replayed on the copy first, as the next boot's e2fsck -p would
 check pull-synced-file-kept eval 'store_copy "$img" && e2fsck -p -E journal_only "$PDIR/store.fsck" >/dev/null &&
 	store_file_is liveunion-v1/upper/home/kept before-pull'
