@@ -7,7 +7,7 @@ set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 cf=$(command -v clang-format-14 || command -v clang-format || true)
-clang_format_14() { [ -n "$cf" ] && "$cf" --version | grep -q 'version 14\.'; }
+clang_format_14() { [ -n "$cf" ] && [[ $("$cf" --version) == *'version 14.'* ]]; }
 require "clang-format 14 is there (Debian package clang-format; ./build.sh test installs it)" clang_format_14
 tmp=$(mktemp -d /tmp/c-style.XXXXXX)
 at_exit "rm -rf '$tmp'"

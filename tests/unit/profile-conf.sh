@@ -27,7 +27,7 @@ expect() { # NAME WANT-REGEX SNIPPET [fail]: SNIPPET's output matches WANT-REGEX
 	rc=$?
 	if [ "${4:-ok}" = fail ] && [ "$rc" -eq 0 ]; then bad "$name (succeeded: $out)"; return; fi
 	if [ "${4:-ok}" = ok ] && [ "$rc" -ne 0 ]; then bad "$name (exit $rc: $out)"; return; fi
-	if printf '%s\n' "$out" | grep -Eq -- "$want"; then ok "$name"; else bad "$name (output: $out)"; fi
+	if grep -Eq -- "$want" <<<"$out"; then ok "$name"; else bad "$name (output: $out)"; fi
 }
 
 mkdir -p "$work/profiles"
@@ -78,7 +78,7 @@ for p in "$TOP"/configs/profiles/*.conf; do
 	PDIR=$TOP/configs/profiles expect "shipped-profile-$n-loads" "^$n$" "profile_load $n; echo \"\${PCONF[name]}\""
 done
 PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
-	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do printf "%s\n" "$l" | grep -qx "$p" || exit 1; done; printf "%s\n" "$l" | grep -Eqx "initramfs-tools|dracut" && exit 1; echo ok'
+	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do grep -qx "$p" <<<"$l" || exit 1; done; grep -Eqx "initramfs-tools|dracut" <<<"$l" && exit 1; echo ok'
 PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
 PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 

@@ -35,7 +35,7 @@ save() {
 	rc=0
 	out=$("$LU" save "$@" 2>&1) || rc=$?
 }
-said() { printf '%s\n' "$out" | grep -Eq -- "$1"; }
+said() { grep -Eq -- "$1" <<<"$out"; }
 empty_dir() { [ -z "$(ls -A "$1")" ]; }
 
 # The base layer and an upper as overlayfs leaves it after: a new file, a modified file, a deleted file

@@ -316,14 +316,16 @@ vm_qmp() {
 
 # Small predicates for check.
 out_is() { [ "$VM_OUT" = "$1" ]; }
-out_has() { printf '%s\n' "$VM_OUT" | grep -Eq -- "$1"; }
+# (the text on grep's stdin by a here-string, not printf | grep -q: grep -q leaves at the first match, printf
+# writes line by line and dies of SIGPIPE, and pipefail turns the match into a miss: seen in CI on qemu/save)
+out_has() { grep -Eq -- "$1" <<<"$VM_OUT"; }
 # Not grep -q: it stops at the first match, tr then dies of SIGPIPE and pipefail turns a match into a failure
 # (seen with a match early in a long systemd log).
 log_has() { tr -d '\r' <"$VM_LOG" | grep -E -- "$1" >/dev/null; }
-banner_has() { printf '%s\n' "$VM_BANNER" | grep -Fq -- "$1"; }
+banner_has() { grep -Fq -- "$1" <<<"$VM_BANNER"; }
 out_has_all() { # every WORD is a whole line of the output
 	local w
-	for w in "$@"; do printf '%s\n' "$VM_OUT" | grep -qx -- "$w" || return 1; done
+	for w in "$@"; do grep -qx -- "$w" <<<"$VM_OUT" || return 1; done
 }
 # log_lacks ERE: the console log is there and no line of it matches ERE (a missing log is no absence).
 log_lacks() {
