@@ -84,8 +84,10 @@ stage_initramfs() {
 	img=$OUT/initramfs.img
 	mkdir -p "$dir"
 	gen=$(initramfs_gen_cpio)
-	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" "$gen")" "$SOURCE_DATE_EPOCH" \
-		"$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
+	# liveunion/include: the init includes contract.h, shared with the `liveunion` command
+	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
+		"$gen")" "$SOURCE_DATE_EPOCH" "$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" \
+		"$(xz --version | head -1)" | sha256sum | cut -c1-16)
 	if stage_done initramfs "$h" && [ -f "$img" ]; then
 		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
 		return 0

@@ -12,6 +12,7 @@
 #include "discover.h"
 #include "fetch.h"
 #include "handover.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "modload.h"
 #include "nbd.h"
@@ -27,7 +28,6 @@
 #define LIVEUNION_VERSION "dev"
 #endif
 
-#define RUN_LIVE "/run/live"
 #define NEWROOT "/newroot"
 
 static char **init_argv;
@@ -130,15 +130,15 @@ static void save_plan(const struct plan *p)
 	int fd;
 
 	n += print_times(buf + n, sizeof(buf) - n);
-	fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(LIVE_RUN "/" LIVE_PLAN, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("write " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 		return;
 	}
 	if (write_full(fd, buf, n) != 0)
-		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("write " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 	if (close(fd) != 0)
-		msg("close " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("close " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 }
 
 /* Before the consoles are known, fd 2 is /dev/console from the initramfs. */
@@ -161,7 +161,7 @@ static int early_mounts(void)
 		if (do_mount(m[i].type, m[i].dir, m[i].type, m[i].flags, m[i].data) != 0)
 			return -1;
 	}
-	return mkdir_p(RUN_LIVE, 0755);
+	return mkdir_p(LIVE_RUN, 0755);
 }
 
 /* Report a failure once, then the shell (or the panic the user asked for). 0 = retry the step. */
@@ -216,7 +216,7 @@ int main(int argc, char **argv)
 	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
-	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
+	plan_make(&c, &f, LIVE_RUN, NEWROOT, &p);
 	if (p.adjusted[0])
 		msg("%s", p.adjusted);
 	log_debug_enable(p.debug);

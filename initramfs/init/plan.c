@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "liveunion/contract.h"
 #include "text.h"
 
 const char *step_name(enum step_id s)
@@ -247,7 +248,7 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	for (i = 0, n = 0; i < p->nlayers; i++)
 		if (p->layer[i].saved)
 			put(&o, "%s%s", n++ ? "," : "", p->layer[i].name);
-	put(&o, "\nlayers.excluded=%s\n", p->layers_excluded);
+	put(&o, "\n" PLAN_LAYERS_EXCLUDED "=%s\n", p->layers_excluded);
 	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
 	    p->verify_mode == VERIFY_ON  ? "on" :
 	    p->verify_mode == VERIFY_OFF ? "off" :

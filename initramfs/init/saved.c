@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "layers.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "stack.h"
 #include "store.h"
@@ -22,7 +23,7 @@ int saved_pick(struct plan *p, const char *store_dir)
 	int n, added;
 	size_t before;
 
-	if (path_fmt(dir, sizeof(dir), "%s/" STORE_DIR "/layers", store_dir) != 0)
+	if (path_fmt(dir, sizeof(dir), "%s/" STORE_VDIR "/" STORE_LAYERS, store_dir) != 0)
 		return -1;
 	/* dot files, which dir_names passes over, are liveunion save's temporary files */
 	if ((n = dir_names(dir, names, list, MAX_LAYERS * 2)) < 0) {

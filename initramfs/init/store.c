@@ -16,6 +16,7 @@
 
 #include "disk.h"
 #include "kapi.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
 #include "luks.h"
@@ -239,7 +240,7 @@ static int list_block(const char *disk, char names[][DISK_NAME_LEN], int max)
 
 int store_dirs(const struct plan *p, struct store *s)
 {
-	if (path_fmt(s->dir, sizeof(s->dir), "%s/store", p->run_live) != 0 ||
+	if (path_fmt(s->dir, sizeof(s->dir), "%s/" LIVE_STORE, p->run_live) != 0 ||
 	    path_fmt(s->host, sizeof(s->host), "%s/store-host", p->run_live) != 0 || mkdir_p(s->dir, 0755) != 0 ||
 	    mkdir_p(s->host, 0755) != 0)
 		return -1;
@@ -282,7 +283,7 @@ static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct
 			return 1;
 		}
 	}
-	text_fmt(img, sizeof(img), "%.*s/" STORE_FILE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
+	text_fmt(img, sizeof(img), "%.*s/" STORE_IMAGE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
 	if ((*loopfd = image_on(p->iso_host, img, true, s)) >= 0)
 		return image_found(s, *loopfd) >= 0;
 	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
@@ -389,7 +390,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, false, s)) >= 0) {
+		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_IMAGE, false, s)) >= 0) {
 			image_found(s, *loopfd);
 			return 1;
 		}
@@ -397,7 +398,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	if (kind == PK_FILE)
 		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", want, disk);
 	else
-		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_FILE " on /dev/%s%s%s", disk,
+		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_IMAGE " on /dev/%s%s%s", disk,
 			 unreadable[0] ? "; could not read " : "", unreadable);
 	return 0;
 }

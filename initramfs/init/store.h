@@ -7,10 +7,6 @@
 
 #include "plan.h"
 
-#define STORE_LABEL "liveunion-rw"
-#define STORE_FILE "liveunion-rw.img"
-#define STORE_DIR "liveunion-v1"
-
 struct sb {
 	int ext;
 	int recover; /* the journal has to be replayed */
