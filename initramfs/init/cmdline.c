@@ -65,7 +65,7 @@ static const char *const type_names[] = {
 	[T_ENUM] = "enum", [T_PATH] = "path", [T_MEDIUM] = "medium",
 };
 
-int parse_size(const char *s, struct size_spec *out)
+int cmdline_size_parse(const char *s, struct size_spec *out)
 {
 	unsigned long long n = 0, mul = 1;
 	const char *p = s;
@@ -104,7 +104,7 @@ int parse_size(const char *s, struct size_spec *out)
 	return 0;
 }
 
-unsigned long long size_resolve(const struct size_spec *s, unsigned long long mem_total)
+unsigned long long cmdline_size_resolve(const struct size_spec *s, unsigned long long mem_total)
 {
 	if (!s->percent)
 		return s->n;
@@ -201,7 +201,7 @@ static int set_value(enum key_id k, const char *text, bool has_eq, struct value 
 			return -1;
 		break;
 	case T_SIZE:
-		if (!has_eq || parse_size(text, &nv.size) != 0)
+		if (!has_eq || cmdline_size_parse(text, &nv.size) != 0)
 			return -1;
 		break;
 	case T_ENUM:

@@ -60,10 +60,11 @@ static size_t print_times(char *buf, size_t len)
 	used = (size_t)n;
 	for (i = 0; i < S_COUNT && t.start[i]; i++) {
 		if (t.end[i])
-			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", step_name((enum step_id)i),
+			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", plan_step_name((enum step_id)i),
 				     t.start[i], t.end[i] - t.start[i]);
 		else
-			n = snprintf(buf + used, len - used, "time.%s=%llu\n", step_name((enum step_id)i), t.start[i]);
+			n = snprintf(buf + used, len - used, "time.%s=%llu\n", plan_step_name((enum step_id)i),
+				     t.start[i]);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -170,18 +171,18 @@ static int report(const struct plan *p, int step)
 	char why[128];
 
 	msg("%s: %s", fail_what(), strerror(fail_errno()));
-	msg("step %s failed", step_name(step));
+	msg("step %s failed", plan_step_name(step));
 	print_plan(p, "the plan was:");
 	if (p->panic) {
 		msg("live.panic: stopping; PID 1 exits and the kernel panics");
 		return -1;
 	}
-	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", step_name(step));
+	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", plan_step_name(step));
 	if (rescue_shell(why) != 0) {
 		msg("%s: %s; nothing else to do but panic", fail_what(), strerror(fail_errno()));
 		return -1;
 	}
-	msg("rescue shell exited: retrying step %s", step_name(step));
+	msg("rescue shell exited: retrying step %s", plan_step_name(step));
 	fail_clear();
 	return 0;
 }
@@ -230,7 +231,8 @@ int main(int argc, char **argv)
 		if (p.break_step == i) {
 			char why[64];
 
-			text_fmt(why, sizeof(why), "live.break=%s: before step %s", step_name(i), step_name(i));
+			text_fmt(why, sizeof(why), "live.break=%s: before step %s", plan_step_name(i),
+				 plan_step_name(i));
 			msg("%s", why);
 			if (rescue_shell(why) != 0)
 				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));

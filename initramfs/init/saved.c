@@ -15,7 +15,10 @@
 #include "store.h"
 #include "util.h"
 
-int saved_pick(struct plan *p, const char *store_dir)
+/* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
+ * (layers_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
+ * such directory, -1 with fail() set when it cannot be read. */
+static int saved_pick(struct plan *p, const char *store_dir)
 {
 	static char names[MAX_LAYERS * 2][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 2];

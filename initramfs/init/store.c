@@ -1,5 +1,6 @@
-/* The persistence store for persist.c: a partition by label, UUID or PARTUUID, or an ext4 image file on a
- * FAT/exFAT partition of the boot disk, found (reading only, attaching loop devices) and checked with e2fsck. */
+/* The persistence store, for persist.c and saved.c (its saved layers): a partition by label, UUID or PARTUUID
+ * (ext4, or a LUKS2 container that luks.c unlocks), or an ext4 image file on a FAT/exFAT partition of the boot
+ * disk or beside a booted ISO file, found (reading only, attaching loop devices) and checked with e2fsck. */
 #include "store.h"
 
 #include <errno.h>
@@ -26,7 +27,7 @@
 #define MAX_PARTS 32
 #define MAX_NAMED 256 /* block devices searched for a named store */
 
-void ext_sb_parse(const unsigned char b[1024], struct sb *s)
+void store_sb_parse(const unsigned char b[1024], struct sb *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (le16(b + 0x38) != 0xEF53)
@@ -48,11 +49,11 @@ int store_read_sb(const char *dev, struct sb *s)
 	memset(s, 0, sizeof(*s));
 	if (disk_read_at(dev, b, sizeof(b), 1024) != (ssize_t)sizeof(b))
 		return -1;
-	ext_sb_parse(b, s);
+	store_sb_parse(b, s);
 	return 0;
 }
 
-unsigned long long fat_cluster_bytes(const unsigned char boot[512])
+unsigned long long store_fat_cluster_bytes(const unsigned char boot[512])
 {
 	/* exFAT gives both as powers of two; its largest valid cluster is 32 MiB (shifts 9-12 and up to 25 in all) */
 	if (memcmp(boot + 3, "EXFAT   ", 8) == 0)
@@ -72,7 +73,7 @@ static int file_extent(const char *part, int fd, unsigned long long fsize, unsig
 	if ((pfd = open(part, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (pread(pfd, boot, sizeof(boot), 0) == (ssize_t)sizeof(boot))
-		cluster = fat_cluster_bytes(boot);
+		cluster = store_fat_cluster_bytes(boot);
 	if (close(pfd) != 0)
 		return -1;
 	if (file_block_run(fd, fsize, cluster, &bsz, &first, why, sizeof(why)) != 0) {
