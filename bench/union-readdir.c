@@ -15,6 +15,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
+
 #include "union.h"
 
 static double now(void)

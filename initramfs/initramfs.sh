@@ -6,7 +6,7 @@
 # initramfs_list below (the boot-time users of each entry are the init and its rescue shell).
 
 INITRAMFS_BUSYBOX=${INITRAMFS_BUSYBOX:-/bin/busybox}
-# The persistence store is checked at boot (init/persist.c) with Debian's e2fsck: the static build
+# The persistence store is checked at boot (init/store.c) with Debian's e2fsck: the static build
 # (package e2fsck-static) is about 0.5 MiB smaller in the image than /sbin/e2fsck with its glibc libraries.
 INITRAMFS_E2FSCK=${INITRAMFS_E2FSCK:-/sbin/e2fsck.static}
 
@@ -55,7 +55,7 @@ initramfs_list() {
 	} | LC_ALL=C sort -k2,2 -u
 }
 
-# initramfs_e2fsck_list: /sbin/e2fsck for init/persist.c; a dynamic one brings what ldd names.
+# initramfs_e2fsck_list: /sbin/e2fsck for init/store.c; a dynamic one brings what ldd names.
 initramfs_e2fsck_list() {
 	local lib
 	printf 'dir /sbin 0755 0 0\n'
@@ -84,8 +84,10 @@ stage_initramfs() {
 	img=$OUT/initramfs.img
 	mkdir -p "$dir"
 	gen=$(initramfs_gen_cpio)
-	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" "$gen")" "$SOURCE_DATE_EPOCH" \
-		"$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" "$(xz --version | head -1)" | sha256sum | cut -c1-16)
+	# liveunion/include: the init includes contract.h, shared with the `liveunion` command
+	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
+		"$gen")" "$SOURCE_DATE_EPOCH" "$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" \
+		"$(xz --version | head -1)" | sha256sum | cut -c1-16)
 	if stage_done initramfs "$h" && [ -f "$img" ]; then
 		STAGE_NOTE="cached $h, $(stat -c %s "$img") bytes"
 		return 0

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "liveunion/contract.h"
+
 /* The boot steps in their order (enum step_id): live.break= stops before one. */
 static const char *const break_choices[] = {"medium", "layers", "toram", "upper", "overlay", "switch", NULL};
 
@@ -25,7 +27,7 @@ const struct key_def key_table[K_COUNT] = {
 		"comma-separated layers to stack (10-base,20-desktop or base,desktop); -name excludes one (-20-desktop); "
 		"empty: every live/NN-name.squashfs and every layer saved in the store (liveunion save)", 0, NULL},
 	[K_PERSIST] = {"persist", T_STRING, "",
-		"persistence store: empty/auto = a partition labelled liveunion-rw or a liveunion-rw.img on the boot disk only; "
+		"persistence store: empty/auto = a partition labelled " STORE_LABEL " or a " STORE_IMAGE " on the boot disk only; "
 		"off (tmpfs; the auto store still gives its saved layers, read-only); LABEL=x, UUID=x or PARTUUID=x on any "
 		"disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0, NULL},
 	[K_VERIFY] = {"verify", T_STRING, "",
@@ -39,7 +41,7 @@ const struct key_def key_table[K_COUNT] = {
 		"move the store's previous changes aside to a dated directory (never deleted) and start fresh", 0, NULL},
 	[K_PERSISTPATHS] = {"persist.paths", T_STRING, "",
 		"only these directories persist (e.g. /home,/etc/ssh), the rest is volatile; empty: the store's "
-		"liveunion-v1/paths.conf (one per line), else everything persists", 0, NULL},
+		STORE_VDIR "/" STORE_PATHS_CONF " (one per line), else everything persists", 0, NULL},
 	[K_ISO] = {"iso", T_STRING, "",
 		"boot the ISO as a file: its path on a partition of any disk (ext2/3/4, FAT, exFAT), as a multi-boot "
 		"stick's GRUB passes it (loopback.cfg); the ISO in it must match live.medium=; persistence auto looks "
@@ -63,7 +65,7 @@ static const char *const type_names[] = {
 	[T_ENUM] = "enum", [T_PATH] = "path", [T_MEDIUM] = "medium",
 };
 
-int parse_size(const char *s, struct size_spec *out)
+int cmdline_size_parse(const char *s, struct size_spec *out)
 {
 	unsigned long long n = 0, mul = 1;
 	const char *p = s;
@@ -102,7 +104,7 @@ int parse_size(const char *s, struct size_spec *out)
 	return 0;
 }
 
-unsigned long long size_resolve(const struct size_spec *s, unsigned long long mem_total)
+unsigned long long cmdline_size_resolve(const struct size_spec *s, unsigned long long mem_total)
 {
 	if (!s->percent)
 		return s->n;
@@ -199,7 +201,7 @@ static int set_value(enum key_id k, const char *text, bool has_eq, struct value 
 			return -1;
 		break;
 	case T_SIZE:
-		if (!has_eq || parse_size(text, &nv.size) != 0)
+		if (!has_eq || cmdline_size_parse(text, &nv.size) != 0)
 			return -1;
 		break;
 	case T_ENUM:

@@ -73,9 +73,9 @@ extern const struct key_def key_table[K_COUNT];
  * a warning through warn (may be NULL) and the key keeps its default. */
 void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ctx);
 /* "50%", "512M", "2G", "1048576", "64k" -> spec; -1 on anything else. */
-int parse_size(const char *s, struct size_spec *out);
+int cmdline_size_parse(const char *s, struct size_spec *out);
 /* Resolve a size against the amount of RAM. */
-unsigned long long size_resolve(const struct size_spec *s, unsigned long long mem_total);
+unsigned long long cmdline_size_resolve(const struct size_spec *s, unsigned long long mem_total);
 /* The key table as text (for `init --help-keys` and the README check). */
 size_t cmdline_help(char *buf, size_t len);
 #endif

@@ -55,7 +55,7 @@ static int probe_device(const char *dev, const struct medium_want *want, struct 
 		text_fmt(reason, rlen, "too small for ISO9660 (%zd bytes at byte %d)", n, PVD_OFFSET);
 		return 0;
 	}
-	if (iso_id_parse(pvd, sizeof(pvd), id) != 0) {
+	if (medium_iso_id_parse(pvd, sizeof(pvd), id) != 0) {
 		text_fmt(reason, rlen, "not ISO9660 (no CD001 primary volume descriptor)");
 		return 0;
 	}

@@ -147,7 +147,8 @@ bool mbr_has_entries(const unsigned char *mbr)
 	return false;
 }
 
-bool mbr_protects_gpt(const unsigned char *mbr)
+/* Whether an MBR has the 0xEE entry that protects a GPT (also in hybrid ISO images). */
+static bool mbr_protects_gpt(const unsigned char *mbr)
 {
 	int i;
 

@@ -36,8 +36,6 @@ ssize_t disk_read_at(const char *path, void *buf, size_t len, off_t off);
 int disk_read_mbr(int fd, unsigned char mbr[512]);
 /* Whether an MBR's table has an entry in use. */
 bool mbr_has_entries(const unsigned char *mbr);
-/* Whether an MBR has the 0xEE entry that protects a GPT (also in hybrid ISO images). */
-bool mbr_protects_gpt(const unsigned char *mbr);
 /* The byte offset of GPT entry partn (from 1) on a disk of lbs-byte blocks, from the GPT header gpt (512 bytes):
  * 0 with *at, or -1 when the table has no such entry, its entries are under 128 bytes or the offset does not fit
  * in an off_t. */

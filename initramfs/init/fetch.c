@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liveunion/contract.h"
 #include "log.h"
 #include "net.h"
 #include "progress.h"
@@ -27,24 +28,23 @@
 #define MANIFEST "live/MANIFEST"
 #define MANIFEST_MAX 16384
 
+/* n bytes at s that end with suffix: their length without it, else 0. */
+static size_t stem_len(const char *s, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n > k && memcmp(s + n - k, suffix, k) == 0 ? n - k : 0;
+}
+
+/* NN-name.squashfs or NN-name.verity, the name as the medium's layers have it (layer_stem_ok), fitting
+ * fetch_file's name. */
 static bool good_name(const char *s, size_t n)
 {
-	size_t i, stem;
+	size_t stem = stem_len(s, n, LAYER_SUFFIX);
 
-	if (n < 4 || n >= 64 || !isdigit((unsigned char)s[0]) || !isdigit((unsigned char)s[1]) || s[2] != '-')
-		return false;
-	if (n > 9 && memcmp(s + n - 9, ".squashfs", 9) == 0)
-		stem = n - 9;
-	else if (n > 7 && memcmp(s + n - 7, ".verity", 7) == 0)
-		stem = n - 7;
-	else
-		return false;
-	if (stem < 4)
-		return false;
-	for (i = 3; i < stem; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return false;
-	return true;
+	if (!stem)
+		stem = stem_len(s, n, LAYER_VERITY_SUFFIX);
+	return n < sizeof(((struct fetch_file *)0)->name) && layer_stem_ok(s, stem);
 }
 
 int fetch_manifest_parse(const char *text, struct fetch_file *files, int max, char *err, size_t elen)
@@ -156,7 +156,7 @@ static int wget_once(const char *url, const char *dest, bool resume, struct prog
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		fd = open("/run/live/fetch.err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		fd = open(LIVE_RUN "/fetch.err", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0 && dup2(fd, 2) < 0)
 			_exit(126);
 		execv(WGET, (char *const *)argv);
@@ -222,7 +222,7 @@ static int download(struct source *src, const char *rel, const char *dest, unsig
 		if (rc == 0 && (!bytes || have == bytes))
 			return 0;
 		tries++;
-		last_line("/run/live/fetch.err", why, sizeof(why));
+		last_line(LIVE_RUN "/fetch.err", why, sizeof(why));
 		if (rc == 0)
 			text_fmt(why, sizeof(why), "the transfer ended at %llu of %llu bytes", have, bytes);
 		if (progress_now() - last_growth >= src->timeout)
@@ -282,7 +282,7 @@ int fetch_medium(struct plan *p)
 			    "live.fetch: the image is %llu MiB and the system needs %llu MiB more, but MemAvailable is "
 			    "%llu MiB: give the machine more RAM, or boot it with live.nbd= (layers read on demand)",
 			    total >> 20, RAM_RESERVE >> 20, p->facts.mem_available >> 20);
-	if (path_fmt(dir, sizeof(dir), "%s/medium", p->run_live) != 0 || mkdir_p(dir, 0755) != 0)
+	if (path_fmt(dir, sizeof(dir), "%s/" LIVE_MEDIUM, p->run_live) != 0 || mkdir_p(dir, 0755) != 0)
 		return -1;
 	/* A retry from the rescue shell continues into the tmpfs mounted before. */
 	if (!p->device[0]) {

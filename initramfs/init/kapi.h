@@ -15,7 +15,8 @@
 #define LOOP_CTL_GET_FREE 0x4C82
 #define LIVE_LO_FLAGS_READ_ONLY 1u
 #define LIVE_LO_FLAGS_AUTOCLEAR 4u
-/* linux/fs.h: a file's block map (persist.c finds an image file's place on its FAT) */
+/* linux/fs.h: a file's block map (util.c's file_block_run: where store.c finds an image file on its FAT, and
+ * toram.c a layer on the medium) */
 #define LIVE_FIBMAP 1
 #define LIVE_FIGETBSZ 2
 

@@ -1,27 +1,24 @@
 /* Choosing the layers: the medium's live/NN-name.squashfs and the store's saved ones, live.layers= applied. */
 #include "layers.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "liveunion/contract.h"
 #include "text.h"
 
 /* NN-name.squashfs with a name that is safe in an overlay lowerdir list (no ':' ',' '\\'). */
 static int layer_stem(const char *file, char *stem, size_t len)
 {
-	size_t n = strlen(file), i;
-	const size_t ext = sizeof(".squashfs") - 1;
+	size_t n = strlen(file);
+	const size_t ext = sizeof(LAYER_SUFFIX) - 1;
 
-	if (n <= ext + 3 || strcmp(file + n - ext, ".squashfs") != 0)
+	if (n <= ext || strcmp(file + n - ext, LAYER_SUFFIX) != 0)
 		return -1;
 	n -= ext;
-	if (!isdigit((unsigned char)file[0]) || !isdigit((unsigned char)file[1]) || file[2] != '-' || n >= len)
+	if (!layer_stem_ok(file, n) || n >= len)
 		return -1;
-	for (i = 3; i < n; i++)
-		if (!isalnum((unsigned char)file[i]) && !strchr("._+-", file[i]))
-			return -1;
 	memcpy(stem, file, n);
 	stem[n] = '\0';
 	return 0;
@@ -119,11 +116,11 @@ int layers_choose(struct plan *p, const char *const files[], int n, char *err, s
 			return text_err(err, elen, "more than %d layers", MAX_LAYERS);
 		l = &p->layer[count++];
 		layer_init(l, stem);
-		if (snprintf(l->file, sizeof(l->file), "%s/medium/live/%s", p->run_live, files[i]) >=
+		if (snprintf(l->file, sizeof(l->file), "%s/" LIVE_MEDIUM "/live/%s", p->run_live, files[i]) >=
 			    (int)sizeof(l->file) ||
-		    snprintf(l->hash_file, sizeof(l->hash_file), "%s/medium/live/%s.verity", p->run_live, stem) >=
-			    (int)sizeof(l->hash_file) ||
-		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir))
+		    snprintf(l->hash_file, sizeof(l->hash_file), "%s/" LIVE_MEDIUM "/live/%s" LAYER_VERITY_SUFFIX,
+			     p->run_live, stem) >= (int)sizeof(l->hash_file) ||
+		    snprintf(l->dir, sizeof(l->dir), "%s/" LIVE_LAYERS "/%s", p->run_live, stem) >= (int)sizeof(l->dir))
 			return text_err(err, elen, "path of layer %s too long", stem);
 	}
 	qsort(p->layer, (size_t)count, sizeof(p->layer[0]), by_name);
@@ -175,7 +172,8 @@ int layers_add_saved(struct plan *p, const char *const files[], int n, const cha
 		layer_init(l, stem);
 		l->saved = true;
 		if (snprintf(l->file, sizeof(l->file), "%s/%s", dir, files[i]) >= (int)sizeof(l->file) ||
-		    snprintf(l->dir, sizeof(l->dir), "%s/layers/%s", p->run_live, stem) >= (int)sizeof(l->dir)) {
+		    snprintf(l->dir, sizeof(l->dir), "%s/" LIVE_LAYERS "/%s", p->run_live, stem) >=
+			    (int)sizeof(l->dir)) {
 			note_add(note, nlen, stem, "path too long");
 			continue;
 		}
@@ -203,6 +201,6 @@ int layers_check_filter(const struct plan *p, char *err, size_t elen)
 		return 0;
 	return text_err(err, elen,
 			"live.layers= names %.*s, which is not on the medium as live/[NN-]%.*s.squashfs nor "
-			"saved in the store's liveunion-v1/layers/",
+			"saved in the store's " STORE_VDIR "/" STORE_LAYERS "/",
 			(int)l, p->layers_unknown, (int)(l - ex), p->layers_unknown + ex);
 }

@@ -5,9 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "liveunion/contract.h"
 #include "plan.h"
 
-#define LUKS_MAPPED "liveunion-rw" /* the unlocked store: /dev/mapper/liveunion-rw */
+#define LUKS_MAPPED STORE_LABEL /* the unlocked store: /dev/mapper/liveunion-rw, named as its label */
 #define LUKS_TRIES 3
 
 struct luks_id {

@@ -12,6 +12,7 @@
 #include "discover.h"
 #include "fetch.h"
 #include "handover.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "modload.h"
 #include "nbd.h"
@@ -27,7 +28,6 @@
 #define LIVEUNION_VERSION "dev"
 #endif
 
-#define RUN_LIVE "/run/live"
 #define NEWROOT "/newroot"
 
 static char **init_argv;
@@ -60,10 +60,11 @@ static size_t print_times(char *buf, size_t len)
 	used = (size_t)n;
 	for (i = 0; i < S_COUNT && t.start[i]; i++) {
 		if (t.end[i])
-			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", step_name((enum step_id)i),
+			n = snprintf(buf + used, len - used, "time.%s=%llu+%llu\n", plan_step_name((enum step_id)i),
 				     t.start[i], t.end[i] - t.start[i]);
 		else
-			n = snprintf(buf + used, len - used, "time.%s=%llu\n", step_name((enum step_id)i), t.start[i]);
+			n = snprintf(buf + used, len - used, "time.%s=%llu\n", plan_step_name((enum step_id)i),
+				     t.start[i]);
 		if (n < 0 || (size_t)n >= len - used)
 			break;
 		used += (size_t)n;
@@ -130,15 +131,15 @@ static void save_plan(const struct plan *p)
 	int fd;
 
 	n += print_times(buf + n, sizeof(buf) - n);
-	fd = open(RUN_LIVE "/plan", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(LIVE_RUN "/" LIVE_PLAN, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
-		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("write " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 		return;
 	}
 	if (write_full(fd, buf, n) != 0)
-		msg("write " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("write " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 	if (close(fd) != 0)
-		msg("close " RUN_LIVE "/plan: %s", strerror(errno));
+		msg("close " LIVE_RUN "/" LIVE_PLAN ": %s", strerror(errno));
 }
 
 /* Before the consoles are known, fd 2 is /dev/console from the initramfs. */
@@ -161,7 +162,7 @@ static int early_mounts(void)
 		if (do_mount(m[i].type, m[i].dir, m[i].type, m[i].flags, m[i].data) != 0)
 			return -1;
 	}
-	return mkdir_p(RUN_LIVE, 0755);
+	return mkdir_p(LIVE_RUN, 0755);
 }
 
 /* Report a failure once, then the shell (or the panic the user asked for). 0 = retry the step. */
@@ -170,18 +171,18 @@ static int report(const struct plan *p, int step)
 	char why[128];
 
 	msg("%s: %s", fail_what(), strerror(fail_errno()));
-	msg("step %s failed", step_name(step));
+	msg("step %s failed", plan_step_name(step));
 	print_plan(p, "the plan was:");
 	if (p->panic) {
 		msg("live.panic: stopping; PID 1 exits and the kernel panics");
 		return -1;
 	}
-	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", step_name(step));
+	text_fmt(why, sizeof(why), "step %s failed; exit to retry it", plan_step_name(step));
 	if (rescue_shell(why) != 0) {
 		msg("%s: %s; nothing else to do but panic", fail_what(), strerror(fail_errno()));
 		return -1;
 	}
-	msg("rescue shell exited: retrying step %s", step_name(step));
+	msg("rescue shell exited: retrying step %s", plan_step_name(step));
 	fail_clear();
 	return 0;
 }
@@ -216,7 +217,7 @@ int main(int argc, char **argv)
 	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
-	plan_make(&c, &f, RUN_LIVE, NEWROOT, &p);
+	plan_make(&c, &f, LIVE_RUN, NEWROOT, &p);
 	if (p.adjusted[0])
 		msg("%s", p.adjusted);
 	log_debug_enable(p.debug);
@@ -230,7 +231,8 @@ int main(int argc, char **argv)
 		if (p.break_step == i) {
 			char why[64];
 
-			text_fmt(why, sizeof(why), "live.break=%s: before step %s", step_name(i), step_name(i));
+			text_fmt(why, sizeof(why), "live.break=%s: before step %s", plan_step_name(i),
+				 plan_step_name(i));
 			msg("%s", why);
 			if (rescue_shell(why) != 0)
 				msg("%s: %s; continuing the boot", fail_what(), strerror(fail_errno()));

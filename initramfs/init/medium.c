@@ -33,7 +33,7 @@ int medium_want_parse(const char *spec, struct medium_want *out)
 	return -1;
 }
 
-int iso_id_parse(const unsigned char *pvd, size_t len, struct iso_id *out)
+int medium_iso_id_parse(const unsigned char *pvd, size_t len, struct iso_id *out)
 {
 	size_t n, i;
 

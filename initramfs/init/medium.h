@@ -20,7 +20,7 @@ struct medium_want {
 /* "UUID=2025-01-02-03-04-05-00" or "LABEL=LIVEUNION" -> want; -1 if malformed. */
 int medium_want_parse(const char *spec, struct medium_want *out);
 /* Read the identity from the 2048 bytes at PVD_OFFSET; -1 if it is not an ISO9660 PVD. */
-int iso_id_parse(const unsigned char *pvd, size_t len, struct iso_id *out);
+int medium_iso_id_parse(const unsigned char *pvd, size_t len, struct iso_id *out);
 /* 1 if id is the wanted medium; else 0 and why in reason ("label X, UUID Y != wanted UUID Z"). */
 int medium_match(const struct medium_want *want, const struct iso_id *id, char *reason, size_t rlen);
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liveunion/contract.h"
 #include "log.h"
 #include "modload.h"
 #include "plan.h"
@@ -142,7 +143,7 @@ static int try_if(struct plan *p, const struct net_if *f, char *why, size_t wlen
 		rc = busybox(dhcp);
 		if (rc != 0)
 			return text_err(why, wlen, "no DHCP lease (udhcpc exit %d)", rc);
-		text_fmt(lease, sizeof(lease), "%s/net-%s", "/run/live", f->name);
+		text_fmt(lease, sizeof(lease), LIVE_RUN "/net-%s", f->name);
 		if (read_text(lease, addr, sizeof(addr)) < 0) {
 			fail_clear();
 			text_fmt(addr, sizeof(addr), "(address not recorded)");

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "liveunion/contract.h"
 #include "log.h"
-#include "store.h"
 #include "util.h"
 
 /* The API file systems are the live system's own: persisting them would hide it. */
@@ -110,12 +110,12 @@ int paths_select(struct plan *p, const char *vdir)
 
 	text_fmt(text, sizeof(text), "%s", p->persist_paths);
 	if (!text[0]) {
-		text_fmt(file, sizeof(file), "%s/paths.conf", vdir);
+		text_fmt(file, sizeof(file), "%s/" STORE_PATHS_CONF, vdir);
 		if (read_text(file, text, sizeof(text)) < 0) {
 			fail_clear();
 			return 0;
 		}
-		from = STORE_DIR "/paths.conf";
+		from = STORE_VDIR "/" STORE_PATHS_CONF;
 	}
 	p->npaths = paths_parse(text, p->paths, MAX_PATHS, err, sizeof(err));
 	if (err[0])
@@ -142,8 +142,10 @@ int paths_mount(struct plan *p)
 		const char *path = p->paths[i];
 
 		if (paths_key(path, key, sizeof(key)) != 0 ||
-		    path_fmt(base, sizeof(base), "%s/store/" STORE_DIR "/paths/%s", p->run_live, key) != 0 ||
-		    path_fmt(up, sizeof(up), "%s/upper", base) != 0 || path_fmt(wk, sizeof(wk), "%s/work", base) != 0 ||
+		    path_fmt(base, sizeof(base), "%s/" LIVE_STORE "/" STORE_VDIR "/" STORE_PATHS "/%s", p->run_live,
+			     key) != 0 ||
+		    path_fmt(up, sizeof(up), "%s/" STORE_UPPER, base) != 0 ||
+		    path_fmt(wk, sizeof(wk), "%s/" STORE_WORK, base) != 0 ||
 		    path_fmt(target, sizeof(target), "%s%s", p->newroot, path) != 0)
 			goto bad;
 		fresh = lstat(up, &st) != 0;

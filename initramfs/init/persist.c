@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liveunion/contract.h"
 #include "log.h"
 #include "luks.h"
 #include "meta.h"
@@ -41,7 +42,7 @@ static int update_meta(const struct plan *p, const char *vdir, const struct meta
 	int fd, n;
 
 	now_text(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ");
-	text_fmt(path, sizeof(path), "%s/meta", vdir);
+	text_fmt(path, sizeof(path), "%s/" STORE_META, vdir);
 	text_fmt(created, sizeof(created), "%s", m && m->created[0] ? m->created : now);
 	changed = prev[0] && strcmp(prev, p->id.uuid) != 0;
 	if (changed)
@@ -92,12 +93,13 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 	struct statvfs vfs;
 	struct layer *l;
 
-	if (path_fmt(vdir, sizeof(vdir), "%s/" STORE_DIR, s->dir) != 0 ||
-	    path_fmt(upper, sizeof(upper), "%s/upper", vdir) != 0)
+	if (path_fmt(vdir, sizeof(vdir), "%s/" STORE_VDIR, s->dir) != 0 ||
+	    path_fmt(upper, sizeof(upper), "%s/" STORE_UPPER, vdir) != 0)
 		return -1;
 	if (s->ro) {
 		if (access(upper, F_OK) != 0) {
-			msg("persistence: %s has no " STORE_DIR "/upper yet: nothing to add read-only", s->what);
+			msg("persistence: %s has no " STORE_VDIR "/" STORE_UPPER " yet: nothing to add read-only",
+			    s->what);
 			return 0;
 		}
 		if (p->nlayers == MAX_LAYERS)
@@ -111,10 +113,10 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 		p->nlayers++;
 		return 0;
 	}
-	if (mkdir_one(s->dir, STORE_DIR) != 0 || mkdir_one(vdir, "work") != 0)
+	if (mkdir_one(s->dir, STORE_VDIR) != 0 || mkdir_one(vdir, STORE_WORK) != 0)
 		return -1;
 	if (reset) {
-		static const char *const parts[] = {"upper", "paths"};
+		static const char *const parts[] = {STORE_UPPER, STORE_PATHS};
 		char from[PATH_LEN * 2];
 		size_t i;
 
@@ -130,7 +132,7 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 			msg("persistence: live.persist.reset: previous changes kept in %s", aside + strlen(s->dir) + 1);
 		}
 	}
-	if (mkdir_one(vdir, "upper") != 0)
+	if (mkdir_one(vdir, STORE_UPPER) != 0)
 		return -1;
 	/* a full store still holds the user's changes: it is used without a new meta */
 	if (update_meta(p, vdir, m) != 0) {
@@ -140,7 +142,7 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 	}
 	if (paths_select(p, vdir) > 0)
 		return 0;
-	if (path_fmt(target, sizeof(target), "%s/upper", p->run_live) != 0 || mkdir_p(target, 0755) != 0)
+	if (path_fmt(target, sizeof(target), "%s/" LIVE_UPPER, p->run_live) != 0 || mkdir_p(target, 0755) != 0)
 		return -1;
 	if (do_mount(vdir, target, NULL, MS_BIND, NULL) != 0)
 		return -1;
@@ -159,7 +161,7 @@ static int store_format(const struct store *s, struct meta *m, bool *have)
 
 	*have = false;
 	memset(m, 0, sizeof(*m));
-	if (path_fmt(path, sizeof(path), "%s/" STORE_DIR "/meta", s->dir) != 0)
+	if (path_fmt(path, sizeof(path), "%s/" STORE_VDIR "/" STORE_META, s->dir) != 0)
 		return -1;
 	if (access(path, F_OK) == 0) {
 		if (read_text(path, text, sizeof(text)) < 0)
@@ -261,10 +263,10 @@ int persist_upper(struct plan *p)
 			text_fmt(p->persist_result, sizeof(p->persist_result), "%s %s, ext4, %llu MiB free%s%s%s",
 				 s.ro ? "read-only" : "store", s.what, mib, s.ro ? ", changes go to tmpfs" : "",
 				 p->npaths ? ", only " : "", only);
-			msg("persistence: %s, " STORE_DIR " on %s/%s", p->persist_result, p->run_live,
-			    s.ro      ? "layers" :
-			    p->npaths ? "store" :
-					"upper");
+			msg("persistence: %s, " STORE_VDIR " on %s/%s", p->persist_result, p->run_live,
+			    s.ro      ? LIVE_LAYERS :
+			    p->npaths ? LIVE_STORE :
+					LIVE_UPPER);
 			if (loopfd >= 0 && close(loopfd) != 0)
 				msg("close %s: %s", s.dev, strerror(errno));
 			return s.ro || p->npaths ? stack_upper(p) : 0;

@@ -5,9 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "liveunion/contract.h"
 #include "text.h"
 
-const char *step_name(enum step_id s)
+const char *plan_step_name(enum step_id s)
 {
 	return key_table[K_BREAK].choices[s];
 }
@@ -116,7 +117,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
 	copy(p->verify, sizeof(p->verify), c->v[K_VERIFY].s);
 	p->verify_mode = !p->verify[0] ? VERIFY_NONE : strcmp(p->verify, "off") == 0 ? VERIFY_OFF : VERIFY_ON;
-	p->persist_kind = persist_kind(p->persist);
+	p->persist_kind = plan_persist_kind(p->persist);
 	if (p->persist_kind == PK_LABEL || p->persist_kind == PK_UUID || p->persist_kind == PK_PARTUUID ||
 	    p->persist_kind == PK_FILE)
 		copy(p->persist_arg, sizeof(p->persist_arg), strpbrk(p->persist, "=:") + 1);
@@ -127,7 +128,7 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	copy(p->run_live, sizeof(p->run_live), run_live);
 	copy(p->newroot, sizeof(p->newroot), newroot);
 	p->facts = *f;
-	p->upper_bytes = size_resolve(&p->size, f->mem_total);
+	p->upper_bytes = cmdline_size_resolve(&p->size, f->mem_total);
 	clamp(p, f->mem_total);
 	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
 	copy(p->medium_fstype, sizeof(p->medium_fstype), "iso9660");
@@ -229,7 +230,7 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	else
 		put(&o, "size=%llu\n", p->size.n);
 	put(&o, "toram=%d\npanic=%d\ncheck=%d\ndebug=%d\n", p->toram, p->panic, p->check, p->debug);
-	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : step_name(p->break_step));
+	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : plan_step_name(p->break_step));
 	put(&o, "init=%s\nlayers.wanted=%s\npersist=%s\nverify=%s\n", p->init, p->layer_filter, p->persist, p->verify);
 	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
 	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
@@ -247,7 +248,7 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	for (i = 0, n = 0; i < p->nlayers; i++)
 		if (p->layer[i].saved)
 			put(&o, "%s%s", n++ ? "," : "", p->layer[i].name);
-	put(&o, "\nlayers.excluded=%s\n", p->layers_excluded);
+	put(&o, "\n" PLAN_LAYERS_EXCLUDED "=%s\n", p->layers_excluded);
 	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
 	    p->verify_mode == VERIFY_ON  ? "on" :
 	    p->verify_mode == VERIFY_OFF ? "off" :
@@ -276,15 +277,15 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 	put(&o, "kernel=%s\nkernel.overlay=%s\n", p->kernel, p->kernel_overlay);
 	put(&o, "steps=");
 	for (i = 0; i < S_COUNT; i++)
-		put(&o, "%s%s", i ? "," : "", step_name(i));
+		put(&o, "%s%s", i ? "," : "", plan_step_name(i));
 	put(&o, "\ndone=");
 	for (i = 0; i < p->done && i < S_COUNT; i++)
-		put(&o, "%s%s", i ? "," : "", step_name(i));
+		put(&o, "%s%s", i ? "," : "", plan_step_name(i));
 	put(&o, "\n");
 	return o.used;
 }
 
-enum persist_kind persist_kind(const char *spec)
+enum persist_kind plan_persist_kind(const char *spec)
 {
 	static const struct {
 		const char *prefix;

@@ -98,7 +98,7 @@ struct plan {
 	char adjusted[400]; /* values plan_make clamped (live.size=, live.timeout=), said on the console; "" if none */
 };
 
-enum persist_kind persist_kind(const char *spec);
+enum persist_kind plan_persist_kind(const char *spec);
 
 /* The smallest tmpfs upper and wait plan_make lets a command line ask for. */
 #define UPPER_MIN (4ULL << 20)

@@ -3,5 +3,5 @@
 /* The boot steps in order; live.break= takes their names, which are the choices of its key (cmdline.c) in
  * this order. Persistence is part of the upper step: it decides whether the upper is a tmpfs or the store. */
 enum step_id { S_MEDIUM, S_LAYERS, S_TORAM, S_UPPER, S_OVERLAY, S_SWITCH, S_COUNT, S_NONE = -1 };
-const char *step_name(enum step_id s);
+const char *plan_step_name(enum step_id s);
 #endif

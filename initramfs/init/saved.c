@@ -9,12 +9,16 @@
 #include <unistd.h>
 
 #include "layers.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "stack.h"
 #include "store.h"
 #include "util.h"
 
-int saved_pick(struct plan *p, const char *store_dir)
+/* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
+ * (layers_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
+ * such directory, -1 with fail() set when it cannot be read. */
+static int saved_pick(struct plan *p, const char *store_dir)
 {
 	static char names[MAX_LAYERS * 2][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 2];
@@ -22,7 +26,7 @@ int saved_pick(struct plan *p, const char *store_dir)
 	int n, added;
 	size_t before;
 
-	if (path_fmt(dir, sizeof(dir), "%s/" STORE_DIR "/layers", store_dir) != 0)
+	if (path_fmt(dir, sizeof(dir), "%s/" STORE_VDIR "/" STORE_LAYERS, store_dir) != 0)
 		return -1;
 	/* dot files, which dir_names passes over, are liveunion save's temporary files */
 	if ((n = dir_names(dir, names, list, MAX_LAYERS * 2)) < 0) {

@@ -5,10 +5,6 @@
 
 /* Saved layers (saved.c): what `liveunion save` wrote into a store's liveunion-v1/layers/. */
 
-/* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
- * (layers_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
- * such directory, -1 with fail() set when it cannot be read. */
-int saved_pick(struct plan *p, const char *store_dir);
 /* Attach and mount the planned saved layers; one that fails is said loudly and left out, the boot goes
  * on. With dm-verity a warning per layer: the boot menu has no root hash for them. Returns how many are
  * mounted. */
@@ -18,7 +14,8 @@ void saved_unmount(struct plan *p);
 /* live.layers= may name a saved layer; once the store has been looked at, a name found nowhere stops the
  * boot as a typo would have at step layers: -1 with fail() set. */
 int saved_check_filter(const struct plan *p);
-/* The mounted store's saved layers planned (saved_pick, saved_check_filter); -1 when live.layers= names a
+/* The mounted store's saved layers listed and planned above the medium's, live.layers= checked
+ * (saved_check_filter); -1 when live.layers= names a
  * layer found nowhere, the store then released (nothing left mounted). */
 int saved_plan(struct plan *p, struct store *s, int loopfd);
 /* The upper step of live.persist=off: the store is still where saved layers come from ("reboot without

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "liveunion/contract.h"
 #include "log.h"
 
 #define MAX_SHELLS 8
@@ -36,7 +37,8 @@ static void child(const char *tty, const char *why)
 	if (fd > 2 && close(fd) != 0)
 		_exit(126);
 	n = snprintf(banner, sizeof(banner),
-		     "\nliveunion: rescue shell (%s)\nliveunion: the plan is in /run/live/plan; exit the shell to %s\n",
+		     "\nliveunion: rescue shell (%s)\nliveunion: the plan is in " LIVE_RUN "/" LIVE_PLAN
+		     "; exit the shell to %s\n",
 		     why, "continue");
 	if (n > 0 && write(1, banner, (size_t)n) < 0)
 		_exit(126);

@@ -11,6 +11,7 @@
 
 #include "kapi.h"
 #include "layers.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
 #include "util.h"
@@ -20,7 +21,7 @@ int stack_medium(struct plan *p)
 {
 	char dir[PATH_LEN + 16];
 
-	if (snprintf(dir, sizeof(dir), "%s/medium", p->run_live) >= (int)sizeof(dir))
+	if (snprintf(dir, sizeof(dir), "%s/" LIVE_MEDIUM, p->run_live) >= (int)sizeof(dir))
 		return fail(ENAMETOOLONG, "medium mount point under %s", p->run_live);
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
@@ -98,7 +99,7 @@ int stack_layers(struct plan *p)
 	char live[PATH_LEN + 16], err[300];
 	int n, i;
 
-	if (snprintf(live, sizeof(live), "%s/medium/live", p->run_live) >= (int)sizeof(live))
+	if (snprintf(live, sizeof(live), "%s/" LIVE_MEDIUM "/live", p->run_live) >= (int)sizeof(live))
 		return fail(ENAMETOOLONG, "layer directory under %s", p->run_live);
 	if ((n = dir_names(live, names, list, MAX_LAYERS * 4)) < 0)
 		return -1;
@@ -127,7 +128,7 @@ int stack_upper(struct plan *p)
 {
 	char dir[PATH_LEN + 16], sub[PATH_LEN + 32], opts[64];
 
-	if (snprintf(dir, sizeof(dir), "%s/upper", p->run_live) >= (int)sizeof(dir))
+	if (snprintf(dir, sizeof(dir), "%s/" LIVE_UPPER, p->run_live) >= (int)sizeof(dir))
 		return fail(ENAMETOOLONG, "upper under %s", p->run_live);
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
@@ -135,11 +136,11 @@ int stack_upper(struct plan *p)
 		return -1;
 	if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
 		return -1;
-	if (path_fmt(sub, sizeof(sub), "%s/upper", dir) != 0)
+	if (path_fmt(sub, sizeof(sub), "%s/" STORE_UPPER, dir) != 0)
 		return -1;
 	if (mkdir(sub, 0755) != 0)
 		return fail(errno, "mkdir %s", sub);
-	if (path_fmt(sub, sizeof(sub), "%s/work", dir) != 0)
+	if (path_fmt(sub, sizeof(sub), "%s/" STORE_WORK, dir) != 0)
 		return -1;
 	if (mkdir(sub, 0755) != 0)
 		return fail(errno, "mkdir %s", sub);
@@ -220,7 +221,7 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 	size_t used;
 	int i, n, rc;
 
-	if (path_fmt(layers, sizeof(layers), "%s/layers", p->run_live) != 0)
+	if (path_fmt(layers, sizeof(layers), "%s/" LIVE_LAYERS, p->run_live) != 0)
 		return -1;
 	n = snprintf(opts, sizeof(opts), "lowerdir=");
 	used = (size_t)n;
@@ -250,8 +251,8 @@ int stack_overlay(struct plan *p)
 
 	if (p->nlayers == 0)
 		return fail(ENOENT, "mount overlay on %s: no layers", p->newroot);
-	if (path_fmt(upper, sizeof(upper), "%s/upper/upper", p->run_live) != 0 ||
-	    path_fmt(work, sizeof(work), "%s/upper/work", p->run_live) != 0)
+	if (path_fmt(upper, sizeof(upper), "%s/" LIVE_UPPER "/" STORE_UPPER, p->run_live) != 0 ||
+	    path_fmt(work, sizeof(work), "%s/" LIVE_UPPER "/" STORE_WORK, p->run_live) != 0)
 		return -1;
 	if (mkdir_p(p->newroot, 0755) != 0)
 		return -1;

@@ -1,5 +1,6 @@
-/* The persistence store for persist.c: a partition by label, UUID or PARTUUID, or an ext4 image file on a
- * FAT/exFAT partition of the boot disk, found (reading only, attaching loop devices) and checked with e2fsck. */
+/* The persistence store, for persist.c and saved.c (its saved layers): a partition by label, UUID or PARTUUID
+ * (ext4, or a LUKS2 container that luks.c unlocks), or an ext4 image file on a FAT/exFAT partition of the boot
+ * disk or beside a booted ISO file, found (reading only, attaching loop devices) and checked with e2fsck. */
 #include "store.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "disk.h"
 #include "kapi.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
 #include "luks.h"
@@ -25,7 +27,7 @@
 #define MAX_PARTS 32
 #define MAX_NAMED 256 /* block devices searched for a named store */
 
-void ext_sb_parse(const unsigned char b[1024], struct sb *s)
+void store_sb_parse(const unsigned char b[1024], struct sb *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (le16(b + 0x38) != 0xEF53)
@@ -47,11 +49,11 @@ int store_read_sb(const char *dev, struct sb *s)
 	memset(s, 0, sizeof(*s));
 	if (disk_read_at(dev, b, sizeof(b), 1024) != (ssize_t)sizeof(b))
 		return -1;
-	ext_sb_parse(b, s);
+	store_sb_parse(b, s);
 	return 0;
 }
 
-unsigned long long fat_cluster_bytes(const unsigned char boot[512])
+unsigned long long store_fat_cluster_bytes(const unsigned char boot[512])
 {
 	/* exFAT gives both as powers of two; its largest valid cluster is 32 MiB (shifts 9-12 and up to 25 in all) */
 	if (memcmp(boot + 3, "EXFAT   ", 8) == 0)
@@ -71,7 +73,7 @@ static int file_extent(const char *part, int fd, unsigned long long fsize, unsig
 	if ((pfd = open(part, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (pread(pfd, boot, sizeof(boot), 0) == (ssize_t)sizeof(boot))
-		cluster = fat_cluster_bytes(boot);
+		cluster = store_fat_cluster_bytes(boot);
 	if (close(pfd) != 0)
 		return -1;
 	if (file_block_run(fd, fsize, cluster, &bsz, &first, why, sizeof(why)) != 0) {
@@ -239,7 +241,7 @@ static int list_block(const char *disk, char names[][DISK_NAME_LEN], int max)
 
 int store_dirs(const struct plan *p, struct store *s)
 {
-	if (path_fmt(s->dir, sizeof(s->dir), "%s/store", p->run_live) != 0 ||
+	if (path_fmt(s->dir, sizeof(s->dir), "%s/" LIVE_STORE, p->run_live) != 0 ||
 	    path_fmt(s->host, sizeof(s->host), "%s/store-host", p->run_live) != 0 || mkdir_p(s->dir, 0755) != 0 ||
 	    mkdir_p(s->host, 0755) != 0)
 		return -1;
@@ -282,7 +284,7 @@ static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct
 			return 1;
 		}
 	}
-	text_fmt(img, sizeof(img), "%.*s/" STORE_FILE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
+	text_fmt(img, sizeof(img), "%.*s/" STORE_IMAGE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
 	if ((*loopfd = image_on(p->iso_host, img, true, s)) >= 0)
 		return image_found(s, *loopfd) >= 0;
 	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
@@ -389,7 +391,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	}
 	for (i = 0; i < n; i++) {
 		text_fmt(dev, sizeof(dev), "/dev/%s", names[i]);
-		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_FILE, false, s)) >= 0) {
+		if ((*loopfd = image_on(dev, kind == PK_FILE ? want : STORE_IMAGE, false, s)) >= 0) {
 			image_found(s, *loopfd);
 			return 1;
 		}
@@ -397,7 +399,7 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 	if (kind == PK_FILE)
 		text_fmt(why, wlen, "no %s on the FAT/exFAT partitions of /dev/%s", want, disk);
 	else
-		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_FILE " on /dev/%s%s%s", disk,
+		text_fmt(why, wlen, "no partition labelled " STORE_LABEL " and no " STORE_IMAGE " on /dev/%s%s%s", disk,
 			 unreadable[0] ? "; could not read " : "", unreadable);
 	return 0;
 }

@@ -7,10 +7,6 @@
 
 #include "plan.h"
 
-#define STORE_LABEL "liveunion-rw"
-#define STORE_FILE "liveunion-rw.img"
-#define STORE_DIR "liveunion-v1"
-
 struct sb {
 	int ext;
 	int recover; /* the journal has to be replayed */
@@ -33,10 +29,10 @@ struct store {
  * made; 0, or -1 with fail() set. */
 int store_dirs(const struct plan *p, struct store *s);
 /* The ext2/3/4 superblock (the 1024 bytes at byte 1024 of a device): s->ext 0 when it is none. */
-void ext_sb_parse(const unsigned char b[1024], struct sb *s);
+void store_sb_parse(const unsigned char b[1024], struct sb *s);
 /* The cluster size in bytes that a FAT12/16/32 or exFAT boot sector gives, 0 when it gives none: where a file on it
  * may jump (file_block_run's step). */
-unsigned long long fat_cluster_bytes(const unsigned char boot[512]);
+unsigned long long store_fat_cluster_bytes(const unsigned char boot[512]);
 /* The ext2/3/4 superblock of dev: s->ext 0 when it is none. -1 when dev cannot be read. */
 int store_read_sb(const char *dev, struct sb *s);
 /* Find the store of kind (live.persist=, or auto for live.persist=off's saved layers; the name or file

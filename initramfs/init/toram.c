@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "kapi.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
 #include "progress.h"
@@ -303,7 +304,7 @@ int toram_copy(struct plan *p)
 		return 0;
 	}
 	if (path_fmt(dir, sizeof(dir), "%s/toram", p->run_live) != 0 ||
-	    path_fmt(medium, sizeof(medium), "%s/medium", p->run_live) != 0)
+	    path_fmt(medium, sizeof(medium), "%s/" LIVE_MEDIUM, p->run_live) != 0)
 		return -1;
 	/* Each layer, and its hash tree when it is verified: both loop devices move to the copies. */
 	for (i = 0; i < p->nlayers; i++) {
@@ -366,7 +367,7 @@ int toram_copy(struct plan *p)
 		if (loop_change(c[i].loop, c[i].dst) != 0)
 			return -1;
 	for (i = 0; i < p->nlayers; i++)
-		text_fmt(p->layer[i].file, sizeof(p->layer[i].file), "%s/%s.squashfs", dir, p->layer[i].name);
+		text_fmt(p->layer[i].file, sizeof(p->layer[i].file), "%s/%s" LAYER_SUFFIX, dir, p->layer[i].name);
 	if (umount(medium) != 0) {
 		msg("live.toram: layers are in RAM, but umount %s failed: %s; do not remove the medium", medium,
 		    strerror(errno));

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "tool.h"
 
 struct ch {
@@ -33,8 +34,13 @@ static const char usage_text[] =
 
 static char type_ch(mode_t m)
 {
-	return S_ISDIR(m) ? 'd' : S_ISREG(m) ? 'f' : S_ISLNK(m) ? 'l' : S_ISCHR(m) ? 'c' :
-	       S_ISBLK(m) ? 'b' : S_ISFIFO(m) ? 'p' : 's';
+	return S_ISDIR(m)  ? 'd' :
+	       S_ISREG(m)  ? 'f' :
+	       S_ISLNK(m)  ? 'l' :
+	       S_ISCHR(m)  ? 'c' :
+	       S_ISBLK(m)  ? 'b' :
+	       S_ISFIFO(m) ? 'p' :
+			     's';
 }
 
 static void report(struct ch *c, const char *kind, mode_t m, const char *path, const char *detail)
@@ -51,8 +57,7 @@ static void report(struct ch *c, const char *kind, mode_t m, const char *path, c
 	c->count++;
 }
 
-static void what_differs(struct ch *c, const struct lu_node *a, const struct lu_node *b,
-			 char *out, size_t sz)
+static void what_differs(struct ch *c, const struct lu_node *a, const struct lu_node *b, char *out, size_t sz)
 {
 	char ra[PATH_MAX], rb[PATH_MAX], la[PATH_MAX], lb[PATH_MAX];
 	const struct stat *x = &a->st, *y = &b->st;
@@ -69,15 +74,14 @@ static void what_differs(struct ch *c, const struct lu_node *a, const struct lu_
 		content = na != nb || na < 0 || memcmp(la, lb, (size_t)na);
 	} else if (S_ISCHR(x->st_mode) || S_ISBLK(x->st_mode))
 		content = x->st_rdev != y->st_rdev;
-	meta = (x->st_mode & 07777) != (y->st_mode & 07777) || x->st_uid != y->st_uid ||
-	       x->st_gid != y->st_gid || !xattrs_equal(ra, rb, lu_ns(c->full)) ||
+	meta = (x->st_mode & 07777) != (y->st_mode & 07777) || x->st_uid != y->st_uid || x->st_gid != y->st_gid ||
+	       !xattrs_equal(ra, rb, lu_ns(c->full)) ||
 	       (!S_ISDIR(x->st_mode) && !S_ISLNK(x->st_mode) &&
 		(x->st_mtim.tv_sec != y->st_mtim.tv_sec || x->st_mtim.tv_nsec != y->st_mtim.tv_nsec));
 	snprintf(out, sz, "%s%s%s", content ? "content" : "", content && meta ? "," : "", meta ? "metadata" : "");
 }
 
-static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb,
-		     int full);
+static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb, int full);
 
 /* A redirected (renamed) directory takes its content from elsewhere below, even
  * when nothing is found there: compare the whole subtree then. */
@@ -92,8 +96,8 @@ static int has_redirect(struct ch *c, const char *rel)
 }
 
 /* NAME in the directory PATH: FA/FB the directory in the full and base view. */
-static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
-		      const struct lu_node *fb, const char *name, int full)
+static void diff_name(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb,
+		      const char *name, int full)
 {
 	struct lu_node a, b;
 	char p[PATH_MAX], det[64];
@@ -115,8 +119,10 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 		int a_dir = S_ISDIR(a.st.st_mode), b_dir = S_ISDIR(b.st.st_mode);
 		int moved = a_dir && a.layer == 0 && has_redirect(c, p + 1);
 		if ((a.st.st_mode & S_IFMT) != (b.st.st_mode & S_IFMT)) {
-			report(c, "replaced", a.st.st_mode, p, a_dir ? "was not a directory" :
-			       b_dir ? "was a directory" : "type changed");
+			report(c, "replaced", a.st.st_mode, p,
+			       a_dir ? "was not a directory" :
+			       b_dir ? "was a directory" :
+				       "type changed");
 			if (a_dir)
 				diff_dir(c, p, &a, NULL, 1);
 		} else if (a_dir) {
@@ -148,15 +154,16 @@ static void diff_name(struct ch *c, const char *path, const struct lu_node *fa,
 static void dir_failed(struct ch *c, const char *path, int err)
 {
 	if (err == ESTALE)
-		fprintf(stderr, PROG " changes: %s/: a layer changed while it was read; run again on a "
-			"store that is not in use\n", path);
+		fprintf(stderr,
+			PROG " changes: %s/: a layer changed while it was read; run again on a "
+			     "store that is not in use\n",
+			path);
 	else
 		fprintf(stderr, PROG " changes: read directory %s/: %s\n", path, strerror(err));
 	c->errors++;
 }
 
-static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb,
-		     int full)
+static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, const struct lu_node *fb, int full)
 {
 	const struct lu_dirent *e;
 	struct lu_dir *d;
@@ -221,10 +228,10 @@ static void diff_dir(struct ch *c, const char *path, const struct lu_node *fa, c
 
 int cmd_changes(int argc, char **argv)
 {
-	struct lu_opts o = { 0, 0 };
+	struct lu_opts o = {0, 0};
 	char *layers[LU_MAX_LAYERS + 1], errbuf[512], why[256], d[PATH_MAX];
 	int n = 0, store = 0, assume = 0, lower = 0, rc = 1, r;
-	struct ch c = { 0 };
+	struct ch c = {0};
 	struct lu_node ra, rb;
 
 	for (int i = 1; i < argc; i++) {
@@ -253,8 +260,8 @@ int cmd_changes(int argc, char **argv)
 			if (!n)
 				store = s;
 			if (n == 0 && !assume && !layer_looks_like_upper(layers[0], store, why, sizeof why)) {
-				fprintf(stderr, PROG " changes: %s does not look like an overlay upper: %s\n",
-					argv[i], why);
+				fprintf(stderr, PROG " changes: %s does not look like an overlay upper: %s\n", argv[i],
+					why);
 				n++;
 				goto done;
 			}

@@ -9,16 +9,21 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "tool.h"
 
-struct link { dev_t dev; ino_t ino; char *out; };
+struct link {
+	dev_t dev;
+	ino_t ino;
+	char *out;
+};
 
 struct fl {
 	struct lu_union *u;
 	struct link *links;
 	size_t nlinks, caplinks;
 	int root, lost_owner, lost_xattr, lost_dev, errors;
-	FILE *pseudo;            /* non-root squashfs: owners and devices go here */
+	FILE *pseudo; /* non-root squashfs: owners and devices go here */
 	const char *top;
 };
 
@@ -81,7 +86,7 @@ static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
  * set-id bits, so chmod follows it; times go last. */
 static void set_meta(struct fl *f, const struct lu_node *n, const char *real, const char *out)
 {
-	struct timespec ts[2] = { n->st.st_atim, n->st.st_mtim };
+	struct timespec ts[2] = {n->st.st_atim, n->st.st_mtim};
 
 	if (lchown(out, n->st.st_uid, n->st.st_gid) < 0) {
 		if (errno != EPERM)
@@ -137,7 +142,7 @@ static void walk(struct fl *f, const struct lu_node *dir, const char *out, const
 	}
 	while ((e = lu_readdir(d))) {
 		if ((rc = lu_lookup_child(f->u, dir, e->name, &n)) == -ENOENT)
-			continue;   /* an xattr whiteout that readdir may list */
+			continue; /* an xattr whiteout that readdir may list */
 		snprintf(o, sizeof o, "%s/%s", out, e->name);
 		snprintf(r, sizeof r, "%s/%s", rel, e->name);
 		if (rc < 0) {
@@ -204,9 +209,14 @@ static void pseudo_one(struct fl *f, const struct lu_node *n, const char *real, 
 			}
 		seen_link(f, n, r);
 	}
-	fprintf(f->pseudo, " %c %lld %o %u %u", S_ISDIR(m) ? 'D' : S_ISREG(m) ? 'F' : S_ISLNK(m) ? 'S' :
-		S_ISCHR(m) ? 'C' : S_ISBLK(m) ? 'B' : 'I', (long long)n->st.st_mtim.tv_sec,
-		(unsigned)(m & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
+	fprintf(f->pseudo, " %c %lld %o %u %u",
+		S_ISDIR(m) ? 'D' :
+		S_ISREG(m) ? 'F' :
+		S_ISLNK(m) ? 'S' :
+		S_ISCHR(m) ? 'C' :
+		S_ISBLK(m) ? 'B' :
+			     'I',
+		(long long)n->st.st_mtim.tv_sec, (unsigned)(m & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
 	if (S_ISREG(m)) {
 		fputs(" cat ", f->pseudo);
 		shell_quote(f->pseudo, real);
@@ -294,13 +304,12 @@ static int mksquashfs(const char *stage, const char *file, const char *pseudo, c
 		snprintf(mode, sizeof mode, "%o", (unsigned)(root->st_mode & 07777));
 		snprintf(tm, sizeof tm, "%lld", (long long)root->st_mtim.tv_sec);
 		if (pseudo)
-			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
-			       "-quiet", "-pf", pseudo, "-root-uid", uid, "-root-gid", gid,
-			       "-root-mode", mode, "-root-time", tm,
+			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress", "-quiet", "-pf",
+			       pseudo, "-root-uid", uid, "-root-gid", gid, "-root-mode", mode, "-root-time", tm,
 			       *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
 		else
-			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress",
-			       "-quiet", *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
+			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress", "-quiet",
+			       *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
 		fprintf(stderr, PROG " flatten: mksquashfs: %s\n", strerror(errno));
 		_exit(127);
 	}
@@ -309,11 +318,11 @@ static int mksquashfs(const char *stage, const char *file, const char *pseudo, c
 
 int cmd_flatten(int argc, char **argv)
 {
-	struct lu_opts o = { 0, 0 };
+	struct lu_opts o = {0, 0};
 	char *layers[LU_MAX_LAYERS], errbuf[512], stage[PATH_MAX], pseudo[PATH_MAX + 8];
 	const char *out = NULL;
 	int n = 0, store, rc = 1, squash;
-	struct fl f = { 0 };
+	struct fl f = {0};
 	struct lu_node root;
 	struct stat rootst;
 
@@ -383,8 +392,8 @@ int cmd_flatten(int argc, char **argv)
 	}
 	if (!f.root && (lu_ns(f.u) & LU_NS_TRUSTED))
 		fprintf(stderr, PROG " flatten: warning: not root, so trusted.overlay.* xattrs (opaque "
-			"directories, redirects) cannot be read; only stacks marked with user.overlay.* "
-			"(--userxattr) are merged exactly\n");
+				     "directories, redirects) cannot be read; only stacks marked with user.overlay.* "
+				     "(--userxattr) are merged exactly\n");
 	one(&f, &root, stage, "");
 	rootst = root.st;
 	lu_node_free(&root);
@@ -396,7 +405,7 @@ int cmd_flatten(int argc, char **argv)
 		f.errors++;
 	}
 	if (squash) {
-		char *av[] = { "rm", "-rf", stage, NULL };
+		char *av[] = {"rm", "-rf", stage, NULL};
 		pid_t pid = fork();
 		if (pid == 0) {
 			execvp(av[0], av);
@@ -408,8 +417,10 @@ int cmd_flatten(int argc, char **argv)
 			unlink(pseudo);
 	}
 	if (f.lost_owner || f.lost_dev || f.lost_xattr)
-		fprintf(stderr, PROG " flatten: not root: %d owners, %d device nodes, %d xattrs "
-			"could not be kept\n", f.lost_owner, f.lost_dev, f.lost_xattr);
+		fprintf(stderr,
+			PROG " flatten: not root: %d owners, %d device nodes, %d xattrs "
+			     "could not be kept\n",
+			f.lost_owner, f.lost_dev, f.lost_xattr);
 	rc = (f.errors || f.lost_owner || f.lost_dev || f.lost_xattr) ? 1 : 0;
 done:
 	lu_close(f.u);

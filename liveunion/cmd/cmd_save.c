@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
 #include "liveunion/contract.h"
 #include "tool.h"
 
@@ -31,17 +32,21 @@
 #endif
 
 static volatile sig_atomic_t interrupted;
-static void on_signal(int sig) { interrupted = sig; }
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: " PROG " save NAME [--to DIR] [--upper DIR]\n"
-		   "Write the changes of this session (the overlay upper " UPPER ") as the layer NN-NAME.squashfs.\n"
-		   "NAME: 1 to %d of a-z 0-9 _ -. NN: one above the highest layer number in use.\n"
-		   "  (default)    into the persistence store: " STORE "/" SAVED_LAYERS "/ (mounted read-write);\n"
-		   "               the next boot from the same stick stacks it on top of the medium's layers\n"
-		   "  --to DIR     into DIR instead (a stick, /tmp, ...)\n"
-		   "  --upper DIR  save DIR instead of the running system's upper (offline, on a build host)\n",
+	fprintf(f,
+		"usage: " PROG " save NAME [--to DIR] [--upper DIR]\n"
+		"Write the changes of this session (the overlay upper " UPPER ") as the layer NN-NAME.squashfs.\n"
+		"NAME: 1 to %d of a-z 0-9 _ -. NN: one above the highest layer number in use.\n"
+		"  (default)    into the persistence store: " STORE "/" SAVED_LAYERS "/ (mounted read-write);\n"
+		"               the next boot from the same stick stacks it on top of the medium's layers\n"
+		"  --to DIR     into DIR instead (a stick, /tmp, ...)\n"
+		"  --upper DIR  save DIR instead of the running system's upper (offline, on a build host)\n",
 		NAME_MAX_LEN);
 	return rc;
 }
@@ -130,15 +135,17 @@ static int store_dest(char *dest, size_t len)
 	struct statvfs vfs;
 
 	if (stat(STORE, &st) != 0 || stat(LIVE_RUN, &run) != 0 || st.st_dev == run.st_dev) {
-		fprintf(stderr, PROG " save: no persistence store is mounted at " STORE " (looked for " STORE "/" SAVED_LAYERS
-				"/): this boot has none.\n"
-				"  Use --to DIR to write the layer somewhere else (a stick, or /tmp to copy it later).\n");
+		fprintf(stderr,
+			PROG " save: no persistence store is mounted at " STORE " (looked for " STORE "/" SAVED_LAYERS
+			     "/): this boot has none.\n"
+			     "  Use --to DIR to write the layer somewhere else (a stick, or /tmp to copy it later).\n");
 		return -1;
 	}
 	if (statvfs(STORE, &vfs) != 0 || (vfs.f_flag & ST_RDONLY)) {
-		fprintf(stderr, PROG " save: the persistence store at " STORE " is mounted read-only (live.persist=off or "
-				"live.persist.ro): nothing is written to it.\n"
-				"  Use --to DIR to write the layer somewhere else, or boot with persistence.\n");
+		fprintf(stderr,
+			PROG " save: the persistence store at " STORE " is mounted read-only (live.persist=off or "
+			     "live.persist.ro): nothing is written to it.\n"
+			     "  Use --to DIR to write the layer somewhere else, or boot with persistence.\n");
 		return -1;
 	}
 	snprintf(dest, len, "%s/%s", STORE, SAVED_LAYERS);
@@ -169,8 +176,11 @@ static void self_exclude(const char *upper, const char *dest, const char *tmpnam
 
 static int run_mksquashfs(const char *upper, const char *tmp, const char *exclude)
 {
+	/* the option pairs kept together (clang-format would lay them out in columns) */
+	/* clang-format off */
 	const char *argv[] = {"mksquashfs", upper, tmp, "-noappend", "-comp", "zstd", "-xattrs", "-no-progress",
 			      "-quiet", exclude[0] ? "-e" : NULL, exclude, NULL};
+	/* clang-format on */
 	int st;
 	pid_t pid = fork();
 
@@ -247,8 +257,8 @@ static int is_dir(const char *path)
 int cmd_save(int argc, char **argv)
 {
 	const char *name = NULL, *to = NULL, *upper = UPPER;
-	char dest[PATH_MAX], clash[PATH_MAX + 64] = "", tmpname[96], tmp[PATH_MAX + 100], final[PATH_MAX + 100],
-		exclude[PATH_MAX + 100];
+	char dest[PATH_MAX], clash[PATH_MAX + 64] = "", tmpname[96];
+	char tmp[PATH_MAX + 100], final[PATH_MAX + 100], exclude[PATH_MAX + 100];
 	struct sigaction sa;
 	long long size = 0;
 	int max = -1, nn, fd, ufd;
@@ -268,7 +278,8 @@ int cmd_save(int argc, char **argv)
 	if (!name)
 		return usage(stderr, 2);
 	if (!name_ok(name)) {
-		fprintf(stderr, PROG " save: '%s' is not a layer name: use 1 to %d of a-z, 0-9, _ and -\n", name, NAME_MAX_LEN);
+		fprintf(stderr, PROG " save: '%s' is not a layer name: use 1 to %d of a-z, 0-9, _ and -\n", name,
+			NAME_MAX_LEN);
 		return 2;
 	}
 	if (!is_dir(upper)) {
@@ -296,14 +307,18 @@ int cmd_save(int argc, char **argv)
 	}
 	scan_plan_excluded(name, &max, clash, sizeof clash);
 	if (clash[0]) {
-		fprintf(stderr, PROG " save: a layer called %s already exists: %s; choose another name (nothing is "
-				"ever overwritten)\n", name, clash);
+		fprintf(stderr,
+			PROG " save: a layer called %s already exists: %s; choose another name (nothing is "
+			     "ever overwritten)\n",
+			name, clash);
 		return 1;
 	}
 	nn = max < 0 ? NN_FIRST : max + 1;
 	if (nn > LAYER_NN_MAX) {
-		fprintf(stderr, PROG " save: no layer number left: %d is in use (in " LIVE_RUN "/" LIVE_LAYERS " or %s); "
-				"merge layers with '" PROG " flatten' first\n", LAYER_NN_MAX, dest);
+		fprintf(stderr,
+			PROG " save: no layer number left: %d is in use (in " LIVE_RUN "/" LIVE_LAYERS " or %s); "
+			     "merge layers with '" PROG " flatten' first\n",
+			LAYER_NN_MAX, dest);
 		return 1;
 	}
 	snprintf(final, sizeof final, "%s/%02d-%s" LAYER_SUFFIX, dest, nn, name);
@@ -355,11 +370,13 @@ int cmd_save(int argc, char **argv)
 	if (!to)
 		printf("The next boot from this stick stacks it on top of the medium's layers as %02d-%s (also with "
 		       "live.persist=off);\nlive.layers=-%s leaves it out. Your changes also stay in the store's upper: "
-		       "live.persist.reset\nstarts an empty upper on top of the saved layer.\n", nn, name, name);
+		       "live.persist.reset\nstarts an empty upper on top of the saved layer.\n",
+		       nn, name, name);
 	else
 		printf("To use it: copy it into " SAVED_LAYERS "/ of a persistence store (the next boot from that "
 		       "stick\nstacks it on top of the medium's layers), or put it into live/ of an ISO on the build "
-		       "host with\n./build.sh iso-with OUTPUT.iso %02d-%s" LAYER_SUFFIX "\n", nn, name);
+		       "host with\n./build.sh iso-with OUTPUT.iso %02d-%s" LAYER_SUFFIX "\n",
+		       nn, name);
 	return fflush(stdout) == 0 ? 0 : 1;
 fail:
 	if (unlink(tmp) != 0 && errno != ENOENT)

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
 #include "liveunion/contract.h"
 #include "tool.h"
 

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "liveunion/contract.h"
 #include "tool.h"
 
@@ -107,8 +108,11 @@ int layer_resolve(const char *arg, char *dir, size_t sz, int *store)
 		}
 		if (!(t = new_tmp(1)))
 			return -1;
-		char *argv[] = { "mount", "-t", (char *)type, "-o",
-			!strcmp(type, "ext4") ? "loop,ro,noload" : "loop,ro", (char *)arg, t, NULL };
+		/* the arguments in the order mount reads them (clang-format would lay them out in columns) */
+		/* clang-format off */
+		char *argv[] = {"mount", "-t", (char *)type, "-o",
+				!strcmp(type, "ext4") ? "loop,ro,noload" : "loop,ro", (char *)arg, t, NULL};
+		/* clang-format on */
 		if (run(argv) < 0) {
 			fprintf(stderr, PROG ": cannot mount %s read-only at %s\n", arg, t);
 			tmp_mounted[ntmp - 1] = 0;
@@ -120,24 +124,28 @@ int layer_resolve(const char *arg, char *dir, size_t sz, int *store)
 			return -1;
 		char out[4200];
 		snprintf(out, sizeof out, "%s/root", t);
-		fprintf(stderr, PROG ": warning: not root, unpacking %s with unsquashfs: owners, device "
-			"nodes and whiteouts in it are lost; run as root for an exact view\n", arg);
-		char *argv[] = { "unsquashfs", "-q", "-n", "-d", out, (char *)arg, NULL };
+		fprintf(stderr,
+			PROG ": warning: not root, unpacking %s with unsquashfs: owners, device "
+			     "nodes and whiteouts in it are lost; run as root for an exact view\n",
+			arg);
+		char *argv[] = {"unsquashfs", "-q", "-n", "-d", out, (char *)arg, NULL};
 		if (run(argv) < 0) {
 			fprintf(stderr, PROG ": unsquashfs %s failed\n", arg);
 			return -1;
 		}
 		snprintf(dir, sz, "%s", out);
 	} else {
-		fprintf(stderr, PROG ": %s is an ext4 image; reading it needs root (it is then mounted "
-			"read-only in a private namespace), or mount it yourself: "
-			"mount -o loop,ro,noload %s DIR, and pass DIR\n", arg, arg);
+		fprintf(stderr,
+			PROG ": %s is an ext4 image; reading it needs root (it is then mounted "
+			     "read-only in a private namespace), or mount it yourself: "
+			     "mount -o loop,ro,noload %s DIR, and pass DIR\n",
+			arg, arg);
 		return -1;
 	}
 	if (is_store(dir, dir, sz))
 		*store = 1;
 	else if (!S_ISDIR(st.st_mode))
-		*store = 2;   /* an image of a bare tree: what is beside its mount point means nothing */
+		*store = 2; /* an image of a bare tree: what is beside its mount point means nothing */
 	return 0;
 }
 
@@ -148,10 +156,10 @@ int layer_looks_like_upper(const char *dir, int store, char *why, size_t whysz)
 
 	/* by the kernel's magic, and for FUSE drivers (exfat-fuse, ntfs-3g, fusefat) by what overlayfs needs: a
 	 * file system that answers an xattr read with "not supported" cannot hold a whiteout or an opaque dir */
-	if ((statfs(dir, &fs) == 0 && (fs.f_type == 0x4d44 || fs.f_type == 0x2011BAB0 ||
-				       fs.f_type == 0x5346544e)) ||
+	if ((statfs(dir, &fs) == 0 && (fs.f_type == 0x4d44 || fs.f_type == 0x2011BAB0 || fs.f_type == 0x5346544e)) ||
 	    (lgetxattr(dir, "trusted.overlay.opaque", v, sizeof v) < 0 && errno == ENOTSUP)) {
-		snprintf(why, whysz, "it is on FAT/exFAT/NTFS (or another file system without xattrs), which cannot "
+		snprintf(why, whysz,
+			 "it is on FAT/exFAT/NTFS (or another file system without xattrs), which cannot "
 			 "hold an overlay upper (no whiteouts, no xattrs)");
 		return 0;
 	}
@@ -164,10 +172,11 @@ int layer_looks_like_upper(const char *dir, int store, char *why, size_t whysz)
 	    lgetxattr(dir, "trusted.overlay.opaque", v, sizeof v) >= 0 ||
 	    lgetxattr(dir, "user.overlay.opaque", v, sizeof v) >= 0)
 		return 1;
-	snprintf(why, whysz, store == 2 ? "an image with no upper/ and work/ inside it and no overlay "
-		 "xattrs on its root; pass --assume-upper if it really is one" :
-		 "no upper/ and work/ inside it, no work/ beside it, no overlay "
-		 "xattrs on it; pass --assume-upper if it really is one");
+	snprintf(why, whysz,
+		 store == 2 ? "an image with no upper/ and work/ inside it and no overlay "
+			      "xattrs on its root; pass --assume-upper if it really is one" :
+			      "no upper/ and work/ inside it, no work/ beside it, no overlay "
+			      "xattrs on it; pass --assume-upper if it really is one");
 	return 0;
 }
 
@@ -178,7 +187,7 @@ void layers_cleanup(void)
 			if (umount2(tmpdirs[i], MNT_DETACH) < 0)
 				fprintf(stderr, PROG ": umount %s: %s\n", tmpdirs[i], strerror(errno));
 		} else {
-			char *argv[] = { "rm", "-rf", tmpdirs[i], NULL };
+			char *argv[] = {"rm", "-rf", tmpdirs[i], NULL};
 			if (run(argv) < 0)
 				fprintf(stderr, PROG ": could not remove %s\n", tmpdirs[i]);
 			continue;

@@ -1,6 +1,7 @@
 /* main.c - `liveunion`: one command for the live system and the build host. */
 #include <stdio.h>
 #include <string.h>
+
 #include "liveunion/contract.h"
 #include "tool.h"
 
@@ -12,10 +13,10 @@ struct subcmd {
 
 /* New subcommands are one line here and one file beside. */
 static const struct subcmd cmds[] = {
-	{ "status", cmd_status, "show the plan the live system booted with (" LIVE_RUN "/" LIVE_PLAN ")" },
-	{ "changes", cmd_changes, "list what a persistence store changed relative to its base layers" },
-	{ "flatten", cmd_flatten, "write the merged tree of a layer stack to a directory or squashfs" },
-	{ "save", cmd_save, "write this session's changes as a new squashfs layer (into the store)" },
+	{"status", cmd_status, "show the plan the live system booted with (" LIVE_RUN "/" LIVE_PLAN ")"},
+	{"changes", cmd_changes, "list what a persistence store changed relative to its base layers"},
+	{"flatten", cmd_flatten, "write the merged tree of a layer stack to a directory or squashfs"},
+	{"save", cmd_save, "write this session's changes as a new squashfs layer (into the store)"},
 };
 
 static void usage(FILE *f)

@@ -2,6 +2,7 @@
 #ifndef LIVEUNION_TOOL_H
 #define LIVEUNION_TOOL_H
 #include <stdio.h>
+
 #include "union.h"
 
 #define PROG "liveunion"
@@ -14,7 +15,7 @@ int cmd_save(int argc, char **argv);
 /* layers.c: turn command-line layer arguments (directories, stores, squashfs or
  * ext4 images) into directories; images are mounted read-only in a private
  * mount namespace (root) or unpacked with unsquashfs (squashfs, not root). */
-int layer_resolve(const char *arg, char *dir, size_t sz, int *is_store);   /* 1 store, 2 other image */
+int layer_resolve(const char *arg, char *dir, size_t sz, int *is_store); /* 1 store, 2 other image */
 /* 1 if DIR plausibly is an overlay upper directory (see layers.c). */
 int layer_looks_like_upper(const char *dir, int is_store, char *why, size_t whysz);
 void layers_cleanup(void);

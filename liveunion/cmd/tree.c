@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "tool.h"
 
 void put_path(FILE *f, const char *p, int machine)
@@ -13,7 +14,7 @@ void put_path(FILE *f, const char *p, int machine)
 	 * line or a field is written as an octal escape */
 	for (; *p; p++) {
 		unsigned char c = (unsigned char)*p;
-		if (c == '\\' || c < 32 || c == 127 || (machine && c == ' ') )
+		if (c == '\\' || c < 32 || c == 127 || (machine && c == ' '))
 			fprintf(f, "\\%03o", c);
 		else
 			fputc(c, f);
@@ -75,7 +76,7 @@ int copy_xattrs(const char *from, const char *to, unsigned ns, int *lost)
 		}
 		if (lsetxattr(to, nm, val, (size_t)v, 0) < 0) {
 			if (errno == EPERM || errno == ENOTSUP)
-				(*lost)++;   /* trusted.* or security.* without privilege */
+				(*lost)++; /* trusted.* or security.* without privilege */
 			else
 				r = -errno;
 		}

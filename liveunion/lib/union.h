@@ -19,8 +19,8 @@
 enum { LU_NS_TRUSTED = 1, LU_NS_USER = 2 };
 
 struct lu_opts {
-	unsigned ns;         /* LU_NS_* mask; 0 means both */
-	int no_redirect;     /* do not follow overlay.redirect (redirect_dir=nofollow) */
+	unsigned ns;     /* LU_NS_* mask; 0 means both */
+	int no_redirect; /* do not follow overlay.redirect (redirect_dir=nofollow) */
 };
 
 /* ---- xattr / whiteout parsing (pure; fuzzed in tests/fuzz) ---- */
@@ -42,31 +42,31 @@ int lu_is_whiteout(const struct stat *st, int has_wh_xattr, int parent_xwh);
 /* ---- the stack ---- */
 struct lu_union;
 
-struct lu_contrib {        /* one layer's directory that takes part in a merged dir */
+struct lu_contrib { /* one layer's directory that takes part in a merged dir */
 	int layer;
-	int xwh;               /* this dir is marked opaque=x: look for xattr whiteouts */
-	char *rel;             /* path inside the layer, "" for its root */
+	int xwh;   /* this dir is marked opaque=x: look for xattr whiteouts */
+	char *rel; /* path inside the layer, "" for its root */
 };
 
-struct lu_watch {          /* a layer probed for a directory that did not merge into it */
+struct lu_watch { /* a layer probed for a directory that did not merge into it */
 	int layer;
-	char *rel;             /* the path looked up there: if it appears, or the whiteout or
-	                          non-directory found there goes, the merge changes */
+	/* the path looked up there: if it appears, or the whiteout or non-directory found there goes, the
+	 * merge changes */
+	char *rel;
 };
 
-struct lu_node {           /* result of a lookup */
-	struct stat st;        /* from the topmost layer that has the name */
-	int layer;             /* that layer */
-	char *rel;             /* path inside that layer */
-	int ndirs;             /* directories: layers that merge into it, top first */
+struct lu_node {        /* result of a lookup */
+	struct stat st; /* from the topmost layer that has the name */
+	int layer;      /* that layer */
+	char *rel;      /* path inside that layer */
+	int ndirs;      /* directories: layers that merge into it, top first */
 	struct lu_contrib *dirs;
-	int opaque;            /* directory hides everything below its last contrib */
-	int nwatch;            /* directories: the other layers probed (see lu_watch) */
+	int opaque; /* directory hides everything below its last contrib */
+	int nwatch; /* directories: the other layers probed (see lu_watch) */
 	struct lu_watch *watch;
 };
 
-struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o,
-			 char *err, size_t errlen);
+struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o, char *err, size_t errlen);
 void lu_close(struct lu_union *u);
 int lu_nlayers(const struct lu_union *u);
 const char *lu_layer_path(const struct lu_union *u, int layer);
@@ -78,8 +78,7 @@ int lu_lookup(struct lu_union *u, const char *path, struct lu_node *out);
 void lu_node_free(struct lu_node *n);
 int lu_stat(struct lu_union *u, const char *path, struct stat *st);
 /* NAME inside the looked-up directory P: a walk without re-resolving from the root. */
-int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name,
-		    struct lu_node *out);
+int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name, struct lu_node *out);
 int lu_layer_fd(const struct lu_union *u, int layer);
 /* "layerdir/rel" into BUF, for readlink/getxattr/open on the real file. */
 int lu_real_path(const struct lu_union *u, int layer, const char *rel, char *buf, size_t sz);
@@ -93,12 +92,12 @@ int lu_open_node(struct lu_union *u, const struct lu_node *n);
 struct lu_dir;
 struct lu_dirent {
 	const char *name;
-	unsigned char type;    /* DT_* of the topmost entry */
-	int layer;             /* layer the entry comes from */
-	uint64_t ino;          /* inode number in that layer */
+	unsigned char type; /* DT_* of the topmost entry */
+	int layer;          /* layer the entry comes from */
+	uint64_t ino;       /* inode number in that layer */
 };
 
-struct lu_dir *lu_opendir(struct lu_union *u, const char *path);   /* NULL + errno */
+struct lu_dir *lu_opendir(struct lu_union *u, const char *path); /* NULL + errno */
 struct lu_dir *lu_opendir_node(struct lu_union *u, const struct lu_node *n);
 /* Next entry ("." and ".." are not returned). NULL with errno 0 at the end,
  * errno ESTALE if the merge may have changed since the lookup of the directory:

@@ -18,17 +18,18 @@
 #include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "union.h"
 
 #define CHECK_EVERY 4096
 #define READ_TRIES 3
 
 struct ent {
-	size_t off;            /* name offset in the arena */
+	size_t off; /* name offset in the arena */
 	uint64_t ino;
 	int32_t layer;
 	uint8_t type;
-	uint8_t hidden;        /* whiteout: hides lower names, never returned */
+	uint8_t hidden; /* whiteout: hides lower names, never returned */
 };
 
 struct dstate {
@@ -36,12 +37,12 @@ struct dstate {
 	int layer;
 	int xwh;
 	char *rel;
-	struct stat st;        /* at snapshot time */
+	struct stat st; /* at snapshot time */
 };
 
 struct wstate {
 	int layer;
-	char *anc;             /* nearest existing ancestor of the probed path */
+	char *anc; /* nearest existing ancestor of the probed path */
 	struct stat st;
 };
 
@@ -54,7 +55,7 @@ struct lu_dir {
 	size_t nlen, ncap;
 	struct ent *e;
 	size_t ne, ecap, nvisible;
-	uint32_t *hash;        /* entry index + 1, 0 = empty */
+	uint32_t *hash; /* entry index + 1, 0 = empty */
 	size_t hcap;
 	size_t pos;
 	size_t since_check;
@@ -143,8 +144,7 @@ static int add_name(struct lu_dir *d, const char *name, size_t len, struct ent *
 	return 0;
 }
 
-static int is_whiteout_at(struct lu_dir *d, struct dstate *ds, const char *name,
-			  unsigned char *type)
+static int is_whiteout_at(struct lu_dir *d, struct dstate *ds, const char *name, unsigned char *type)
 {
 	struct stat st;
 	char p[PATH_MAX], rel[PATH_MAX];
@@ -181,13 +181,13 @@ static int read_layer(struct lu_dir *d, struct dstate *ds)
 		while (off < n) {
 			struct kdirent64 *k = (struct kdirent64 *)(buf + off);
 			const char *nm = k->d_name;
-			struct ent proto = { 0, k->d_ino, ds->layer, k->d_type, 0 };
+			struct ent proto = {0, k->d_ino, ds->layer, k->d_type, 0};
 			off += k->d_reclen;
 			if (nm[0] == '.' && (!nm[1] || (nm[1] == '.' && !nm[2])))
 				continue;
 			r = is_whiteout_at(d, ds, nm, &proto.type);
 			if (r == -ESTALE) {
-				d->changed = 1;   /* vanished between getdents and stat */
+				d->changed = 1; /* vanished between getdents and stat */
 				continue;
 			}
 			if (r < 0)
@@ -207,8 +207,8 @@ static int same_time(const struct timespec *a, const struct timespec *b)
 
 static int same_inode(const struct stat *a, const struct stat *b)
 {
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev &&
-	       same_time(&a->st_mtim, &b->st_mtim) && same_time(&a->st_ctim, &b->st_ctim);
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && same_time(&a->st_mtim, &b->st_mtim) &&
+	       same_time(&a->st_ctim, &b->st_ctim);
 }
 
 /* Find and stat the watch point of the probed path REL in LAYER: its parent
@@ -226,13 +226,12 @@ static int watch_init(struct lu_dir *d, struct wstate *w, int layer, const char 
 			*sl = '\0';
 		else
 			w->anc[0] = '\0';
-		if (fstatat(lu_layer_fd(d->u, layer), *w->anc ? w->anc : ".", &w->st,
-			    AT_SYMLINK_NOFOLLOW) == 0)
+		if (fstatat(lu_layer_fd(d->u, layer), *w->anc ? w->anc : ".", &w->st, AT_SYMLINK_NOFOLLOW) == 0)
 			return 0;
 		if (errno != ENOENT && errno != ENOTDIR)
 			return -errno;
 	} while (*w->anc);
-	return -errno;   /* the layer's root itself is gone */
+	return -errno; /* the layer's root itself is gone */
 }
 
 static int watches_changed(struct lu_dir *d)
@@ -241,8 +240,8 @@ static int watches_changed(struct lu_dir *d)
 
 	for (int i = 0; i < d->nw; i++) {
 		struct wstate *w = &d->w[i];
-		if (fstatat(lu_layer_fd(d->u, w->layer), *w->anc ? w->anc : ".", &st,
-			    AT_SYMLINK_NOFOLLOW) < 0 || !same_inode(&st, &w->st))
+		if (fstatat(lu_layer_fd(d->u, w->layer), *w->anc ? w->anc : ".", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !same_inode(&st, &w->st))
 			return 1;
 	}
 	return 0;
@@ -261,9 +260,9 @@ static int layers_changed(struct lu_dir *d, int deep)
 		    !same_time(&st.st_ctim, &ds->st.st_ctim))
 			return 1;
 		/* a directory renamed away or replaced keeps its old fd valid */
-		if (deep && (fstatat(lu_layer_fd(d->u, ds->layer), *ds->rel ? ds->rel : ".",
-				     &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-			     st.st_ino != ds->st.st_ino || st.st_dev != ds->st.st_dev))
+		if (deep &&
+		    (fstatat(lu_layer_fd(d->u, ds->layer), *ds->rel ? ds->rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		     st.st_ino != ds->st.st_ino || st.st_dev != ds->st.st_dev))
 			return 1;
 	}
 	return 0;
@@ -292,9 +291,9 @@ static int snapshot(struct lu_dir *d)
 		if (!d->changed && !layers_changed(d, 0))
 			return 0;
 		if (watches_changed(d))
-			break;   /* the lookup itself is out of date: reading again cannot help */
+			break; /* the lookup itself is out of date: reading again cannot help */
 	}
-	d->changed = 1;   /* keep the last listing, but say it may be mixed */
+	d->changed = 1; /* keep the last listing, but say it may be mixed */
 	return 0;
 }
 
@@ -391,7 +390,10 @@ const struct lu_dirent *lu_readdir(struct lu_dir *d)
 	return &d->cur;
 }
 
-long lu_telldir(struct lu_dir *d) { return (long)d->pos; }
+long lu_telldir(struct lu_dir *d)
+{
+	return (long)d->pos;
+}
 
 void lu_seekdir(struct lu_dir *d, long cookie)
 {
@@ -405,8 +407,14 @@ void lu_rewinddir(struct lu_dir *d)
 		d->changed = 1;
 }
 
-int lu_dir_changed(struct lu_dir *d) { return d->changed; }
-size_t lu_dir_count(const struct lu_dir *d) { return d->nvisible; }
+int lu_dir_changed(struct lu_dir *d)
+{
+	return d->changed;
+}
+size_t lu_dir_count(const struct lu_dir *d)
+{
+	return d->nvisible;
+}
 
 int lu_closedir(struct lu_dir *d)
 {

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "union.h"
 
 struct lu_union {
@@ -18,9 +19,18 @@ struct lu_union {
 	int *root_xwh;
 };
 
-int lu_nlayers(const struct lu_union *u) { return u->n; }
-const char *lu_layer_path(const struct lu_union *u, int layer) { return u->path[layer]; }
-unsigned lu_ns(const struct lu_union *u) { return u->ns; }
+int lu_nlayers(const struct lu_union *u)
+{
+	return u->n;
+}
+const char *lu_layer_path(const struct lu_union *u, int layer)
+{
+	return u->path[layer];
+}
+unsigned lu_ns(const struct lu_union *u)
+{
+	return u->ns;
+}
 
 int lu_real_path(const struct lu_union *u, int layer, const char *rel, char *buf, size_t sz)
 {
@@ -33,8 +43,7 @@ int lu_real_path(const struct lu_union *u, int layer, const char *rel, char *buf
 
 /* Read overlay.<what> in the namespaces in use; trusted first, as the kernel
  * never looks at both. Returns the value length or -1. */
-static ssize_t ov_xattr(const struct lu_union *u, int layer, const char *rel,
-			const char *what, char *val, size_t sz)
+static ssize_t ov_xattr(const struct lu_union *u, int layer, const char *rel, const char *what, char *val, size_t sz)
 {
 	char p[PATH_MAX], name[64];
 	ssize_t r = -1;
@@ -60,8 +69,7 @@ static int dir_opaque(const struct lu_union *u, int layer, const char *rel)
 	return r < 0 ? LU_OPAQUE_NONE : (int)lu_parse_opaque(v, (size_t)r);
 }
 
-struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o,
-			 char *err, size_t errlen)
+struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o, char *err, size_t errlen)
 {
 	struct lu_union *u;
 	struct stat st;
@@ -72,8 +80,7 @@ struct lu_union *lu_open(char *const *layers, int n, const struct lu_opts *o,
 		return NULL;
 	}
 	u = calloc(1, sizeof *u);
-	if (!u || !(u->path = calloc((size_t)n, sizeof *u->path)) ||
-	    !(u->fd = calloc((size_t)n, sizeof *u->fd)) ||
+	if (!u || !(u->path = calloc((size_t)n, sizeof *u->path)) || !(u->fd = calloc((size_t)n, sizeof *u->fd)) ||
 	    !(u->root_xwh = calloc((size_t)n, sizeof *u->root_xwh))) {
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -143,14 +150,13 @@ enum hit_kind { HIT_NONE, HIT_WHITEOUT, HIT_NONDIR, HIT_DIR };
 struct hit {
 	enum hit_kind kind;
 	struct stat st;
-	int opaque;              /* LU_OPAQUE_* of a directory */
-	int redirect;            /* -1 none/invalid, 0 relative, 1 absolute */
+	int opaque;   /* LU_OPAQUE_* of a directory */
+	int redirect; /* -1 none/invalid, 0 relative, 1 absolute */
 	char target[PATH_MAX];
 };
 
 /* Look one layer entry up: what it is, and for a directory its overlay marks. */
-static int probe(const struct lu_union *u, int layer, const char *rel, int parent_xwh,
-		 int want_redirect, struct hit *h)
+static int probe(const struct lu_union *u, int layer, const char *rel, int parent_xwh, int want_redirect, struct hit *h)
 {
 	char v[PATH_MAX];
 	ssize_t r;
@@ -168,7 +174,7 @@ static int probe(const struct lu_union *u, int layer, const char *rel, int paren
 			if (r >= 0) {
 				h->redirect = lu_parse_redirect(v, (size_t)r, h->target, sizeof h->target);
 				if (h->redirect < 0)
-					return -EINVAL;   /* the kernel refuses the lookup too */
+					return -EINVAL; /* the kernel refuses the lookup too */
 			}
 		}
 		return 0;
@@ -195,8 +201,8 @@ static int join(char *buf, size_t sz, const char *a, const char *b)
  * on an intermediate directory rewrites the name that lower layers will look up
  * (ABS, in place) while this layer goes on with the remaining components.
  * *STOP is set when no lower layer may be consulted after this one. */
-static int probe_abs(const struct lu_union *u, int layer, char *abs, size_t abssz, int want_redirect,
-		     struct hit *h, char *rel, size_t relsz, int *stop)
+static int probe_abs(const struct lu_union *u, int layer, char *abs, size_t abssz, int want_redirect, struct hit *h,
+		     char *rel, size_t relsz, int *stop)
 {
 	char part[NAME_MAX + 1], next[PATH_MAX], nabs[PATH_MAX];
 	size_t len = strlen(abs), rem = len, start, plen;
@@ -241,19 +247,19 @@ static int probe_abs(const struct lu_union *u, int layer, char *abs, size_t abss
 		if (mid->opaque == LU_OPAQUE_Y)
 			*stop = 1;
 		xwh = mid->opaque == LU_OPAQUE_X;
-		rem = len - (start + plen);   /* what follows this component, from its '/' */
+		rem = len - (start + plen); /* what follows this component, from its '/' */
 		if (mid->redirect >= 0) {
 			const char *post = abs + start + plen;
 			int n = mid->redirect == 1 ?
-				snprintf(nabs, sizeof nabs, "%s%s", mid->target, post) :
-				snprintf(nabs, sizeof nabs, "%.*s%s%s", (int)start, abs, mid->target, post);
+					snprintf(nabs, sizeof nabs, "%s%s", mid->target, post) :
+					snprintf(nabs, sizeof nabs, "%.*s%s%s", (int)start, abs, mid->target, post);
 			if (n < 0 || (size_t)n >= sizeof nabs || (size_t)n >= abssz) {
 				r = -ENAMETOOLONG;
 				break;
 			}
 			strcpy(abs, nabs);
 			if (mid->redirect == 1)
-				*stop = 0;   /* an absolute redirect below an opaque ancestor goes on */
+				*stop = 0; /* an absolute redirect below an opaque ancestor goes on */
 		}
 	}
 	free(mid);
@@ -300,8 +306,7 @@ static void drop_watches(struct lu_node *out)
 }
 
 /* NAME inside the merged directory P. */
-int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name,
-		    struct lu_node *out)
+int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name, struct lu_node *out)
 {
 	char cur[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
 	int ci = 0, next_layer = 0, absolute = 0, found = 0, stop = 0, r, layer, xwh;
@@ -333,8 +338,8 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 			if (next_layer >= u->n)
 				break;
 			layer = next_layer++;
-			r = probe_abs(u, layer, abs, sizeof abs, u->follow && layer + 1 < u->n, h,
-				      rel, sizeof rel, &stop);
+			r = probe_abs(u, layer, abs, sizeof abs, u->follow && layer + 1 < u->n, h, rel, sizeof rel,
+				      &stop);
 		}
 		if (r < 0)
 			goto done;
@@ -358,7 +363,7 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 				}
 				found = 1;
 			}
-			break;   /* a non-directory ends the search, and hides any below */
+			break; /* a non-directory ends the search, and hides any below */
 		}
 		if (!found) {
 			out->st = h->st;
@@ -399,7 +404,7 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 	}
 	r = found ? 0 : -ENOENT;
 	if (found && !S_ISDIR(out->st.st_mode))
-		drop_watches(out);   /* only directory streams use them */
+		drop_watches(out); /* only directory streams use them */
 done:
 	free(h);
 	if (r < 0)
@@ -491,4 +496,7 @@ int lu_open_node(struct lu_union *u, const struct lu_node *n)
 	return fd < 0 ? -errno : fd;
 }
 
-int lu_layer_fd(const struct lu_union *u, int layer) { return u->fd[layer]; }
+int lu_layer_fd(const struct lu_union *u, int layer)
+{
+	return u->fd[layer];
+}

@@ -2,6 +2,7 @@
  * Kept free of I/O so that the fuzzer can drive it with arbitrary bytes. */
 #include <string.h>
 #include <sys/sysmacros.h>
+
 #include "union.h"
 
 static const char pfx_trusted[] = "trusted.overlay.";
@@ -37,7 +38,7 @@ enum lu_opaque lu_parse_opaque(const char *val, size_t len)
 
 int lu_parse_redirect(const char *val, size_t len, char *out, size_t outsz)
 {
-	size_t n = strnlen(val, len);   /* the kernel stops at a NUL too */
+	size_t n = strnlen(val, len); /* the kernel stops at a NUL too */
 	size_t i;
 
 	if (n == 0 || n + 1 > outsz)
@@ -45,7 +46,7 @@ int lu_parse_redirect(const char *val, size_t len, char *out, size_t outsz)
 	memcpy(out, val, n);
 	out[n] = '\0';
 	if (out[0] != '/')
-		return strchr(out, '/') ? -1 : 0;   /* relative: a single name */
+		return strchr(out, '/') ? -1 : 0; /* relative: a single name */
 	/* absolute: no empty component, so no "//" and no trailing '/' */
 	for (i = 0; i < n; i++)
 		if (out[i] == '/' && (i + 1 == n || out[i + 1] == '/'))

@@ -1,5 +1,5 @@
 /* init-cmdline.c - libFuzzer target for the init's kernel command line parser (initramfs/init/cmdline.c): the
- * input is /proc/cmdline, and as well one size value (parse_size). Every key ends with a value of its type. */
+ * input is /proc/cmdline, and as well one size value (cmdline_size_parse). Every key ends with a value of its type. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default: break;
 		}
 	}
-	if (parse_size(text, &sz) == 0 && (sz.percent ? sz.n < 1 || sz.n > 100 : sz.n == 0))
+	if (cmdline_size_parse(text, &sz) == 0 && (sz.percent ? sz.n < 1 || sz.n > 100 : sz.n == 0))
 		abort();
 	free(text);
 	return 0;

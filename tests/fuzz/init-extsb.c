@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	memcpy(b, data, 1024);
 	memset(&s, 0xA5, sizeof(s));
-	ext_sb_parse(b, &s);
+	store_sb_parse(b, &s);
 	if (!s.ext && memcmp(&s, &none, sizeof(s)) != 0) /* not ext: nothing else said */
 		abort();
 	if (s.ext) {

@@ -74,7 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fstype = disk_fs_type(boot, 512);
 	if (fstype && strcmp(fstype, "vfat") != 0 && strcmp(fstype, "exfat") != 0 && strcmp(fstype, "ntfs3") != 0)
 		abort();
-	step = fat_cluster_bytes(boot);
+	step = store_fat_cluster_bytes(boot);
 	if (memcmp(boot + 3, "EXFAT   ", 8) == 0 ? step > 1ULL << 37 || (step & (step - 1)) : step > 65535ULL * 255)
 		abort();
 	bytes = le64(data + 512);

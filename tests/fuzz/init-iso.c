@@ -35,7 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (w == 0 && !want.by_uuid && (want.value[0] == '\0' || strlen(want.value) > 32))
 		abort();
-	if (iso_id_parse(pvd, plen, &id) == 0) {
+	if (medium_iso_id_parse(pvd, plen, &id) == 0) {
 		if (plen < 847 || !memchr(id.label, 0, sizeof(id.label)) || strlen(id.uuid) != 16)
 			abort();
 		for (i = 0; id.label[i]; i++) /* the listing of media must stay printable */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+
 #include "union.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	copy = malloc(size - 1 ? size - 1 : 1);   /* exact size: ASan sees any overread */
+	copy = malloc(size - 1 ? size - 1 : 1); /* exact size: ASan sees any overread */
 	if (!copy)
 		return 0;
 	memcpy(copy, data + 1, size - 1);
@@ -26,17 +27,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (lu_parse_redirect(copy, size - 1, out, sizeof out) >= 0 && strlen(out) >= sizeof out)
 			abort();
 		break;
-	case 1:
-		(void)lu_parse_opaque(copy, size - 1);
-		break;
+	case 1: (void)lu_parse_opaque(copy, size - 1); break;
 	case 2:
 		while ((nm = lu_xattr_list_next(copy, size - 1, &pos)))
 			if (pos > size - 1 || nm < copy || nm >= copy + (size - 1))
 				abort();
 		break;
-	case 3:
-		(void)lu_xattr_is_private(copy, size - 1, data[0] >> 4);
-		break;
+	case 3: (void)lu_xattr_is_private(copy, size - 1, data[0] >> 4); break;
 	default:
 		memset(&st, 0, sizeof st);
 		if (size >= 9) {

@@ -125,25 +125,25 @@ static void test_size(void)
 	struct size_spec s;
 	struct cmdline c;
 
-	CHECK(parse_size("50%", &s) == 0 && s.percent && s.n == 50, "50%%");
-	CHECK(parse_size("100%", &s) == 0 && s.percent && s.n == 100, "100%%");
-	CHECK(parse_size("512M", &s) == 0 && !s.percent && s.n == 512ULL << 20, "512M");
-	CHECK(parse_size("2G", &s) == 0 && s.n == 2ULL << 30, "2G");
-	CHECK(parse_size("64k", &s) == 0 && s.n == 64ULL << 10, "64k");
-	CHECK(parse_size("1048576", &s) == 0 && s.n == 1048576, "bytes");
-	CHECK(parse_size("0%", &s) != 0, "0%% rejected");
-	CHECK(parse_size("101%", &s) != 0, "101%% rejected");
-	CHECK(parse_size("0", &s) != 0, "0 rejected");
-	CHECK(parse_size("abc", &s) != 0, "garbage rejected");
-	CHECK(parse_size("12MB", &s) != 0, "two-letter suffix rejected");
-	CHECK(parse_size("1T", &s) != 0, "unknown suffix rejected");
-	CHECK(parse_size("", &s) != 0, "empty rejected");
-	CHECK(parse_size("-5M", &s) != 0, "negative rejected");
-	CHECK(parse_size("99999999999999999999", &s) != 0, "overflow rejected");
-	CHECK(parse_size("99999999999G", &s) != 0, "overflow with suffix rejected");
+	CHECK(cmdline_size_parse("50%", &s) == 0 && s.percent && s.n == 50, "50%%");
+	CHECK(cmdline_size_parse("100%", &s) == 0 && s.percent && s.n == 100, "100%%");
+	CHECK(cmdline_size_parse("512M", &s) == 0 && !s.percent && s.n == 512ULL << 20, "512M");
+	CHECK(cmdline_size_parse("2G", &s) == 0 && s.n == 2ULL << 30, "2G");
+	CHECK(cmdline_size_parse("64k", &s) == 0 && s.n == 64ULL << 10, "64k");
+	CHECK(cmdline_size_parse("1048576", &s) == 0 && s.n == 1048576, "bytes");
+	CHECK(cmdline_size_parse("0%", &s) != 0, "0%% rejected");
+	CHECK(cmdline_size_parse("101%", &s) != 0, "101%% rejected");
+	CHECK(cmdline_size_parse("0", &s) != 0, "0 rejected");
+	CHECK(cmdline_size_parse("abc", &s) != 0, "garbage rejected");
+	CHECK(cmdline_size_parse("12MB", &s) != 0, "two-letter suffix rejected");
+	CHECK(cmdline_size_parse("1T", &s) != 0, "unknown suffix rejected");
+	CHECK(cmdline_size_parse("", &s) != 0, "empty rejected");
+	CHECK(cmdline_size_parse("-5M", &s) != 0, "negative rejected");
+	CHECK(cmdline_size_parse("99999999999999999999", &s) != 0, "overflow rejected");
+	CHECK(cmdline_size_parse("99999999999G", &s) != 0, "overflow with suffix rejected");
 	s.percent = true;
 	s.n = 50;
-	CHECK(size_resolve(&s, 1000ULL << 20) == 500ULL << 20, "50%% of 1000 MiB");
+	CHECK(cmdline_size_resolve(&s, 1000ULL << 20) == 500ULL << 20, "50%% of 1000 MiB");
 	parse("live.size=garbage", &c);
 	CHECK(c.v[K_SIZE].size.percent && c.v[K_SIZE].size.n == 50, "bad size -> 50%%");
 	CHECK(strstr(warnings, "live.size") && strstr(warnings, "garbage"), "bad size named: %s", warnings);
@@ -190,10 +190,10 @@ static void test_table(void)
 		CHECK(key_table[K_BREAK].choices[i] != NULL, "a choice for step %d", i);
 		if (!key_table[K_BREAK].choices[i])
 			break;
-		snprintf(line, sizeof(line), "live.break=%s", step_name(i));
+		snprintf(line, sizeof(line), "live.break=%s", plan_step_name(i));
 		parse(line, &c);
-		CHECK_STR(c.v[K_BREAK].s, step_name(i));
-		CHECK(c.v[K_BREAK].choice == i, "live.break=%s is step %d", step_name(i), i);
+		CHECK_STR(c.v[K_BREAK].s, plan_step_name(i));
+		CHECK(c.v[K_BREAK].choice == i, "live.break=%s is step %d", plan_step_name(i), i);
 	}
 	CHECK(i == S_COUNT && key_table[K_BREAK].choices[S_COUNT] == NULL, "as many live.break choices as steps");
 }

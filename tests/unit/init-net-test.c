@@ -126,6 +126,10 @@ static void test_manifest(void)
 	CHECK(fetch_manifest_parse("x 10-base.squashfs\n", f, 4, err, sizeof(err)) < 0, "no size");
 	CHECK(fetch_manifest_parse("12 10-base.img\n", f, 4, err, sizeof(err)) < 0, "other suffix");
 	CHECK(fetch_manifest_parse("12 base.squashfs\n", f, 4, err, sizeof(err)) < 0, "no NN-");
+	CHECK(fetch_manifest_parse("12 10-.squashfs\n", f, 4, err, sizeof(err)) < 0, "NN- without a name");
+	CHECK(fetch_manifest_parse("12 10-a:b.squashfs\n", f, 4, err, sizeof(err)) < 0, "':' refused (lowerdir)");
+	/* the medium's layer names (layer_stem_ok in contract.h): '+' too, as live/ on an ISO may hold it */
+	CHECK(fetch_manifest_parse("12 10-gtk+3_x.y.squashfs\n", f, 4, err, sizeof(err)) == 1, "'+' accepted: %s", err);
 	CHECK(fetch_manifest_parse("99999999999999999999999 10-a.squashfs\n", f, 4, err, sizeof(err)) < 0 &&
 		      strstr(err, "too large"),
 	      "overflow: %s", err);

@@ -26,18 +26,19 @@ static void test_iso_id(void)
 	struct iso_id id;
 
 	make_pvd(pvd, "LIVEUNION", "2026010112345600");
-	CHECK(iso_id_parse(pvd, sizeof(pvd), &id) == 0, "valid pvd");
+	CHECK(medium_iso_id_parse(pvd, sizeof(pvd), &id) == 0, "valid pvd");
 	CHECK_STR(id.label, "LIVEUNION");
 	CHECK_STR(id.uuid, "2026010112345600");
 	pvd[0] = 2;
-	CHECK(iso_id_parse(pvd, sizeof(pvd), &id) != 0, "supplementary descriptor is not the PVD");
+	CHECK(medium_iso_id_parse(pvd, sizeof(pvd), &id) != 0, "supplementary descriptor is not the PVD");
 	make_pvd(pvd, "X", "2026010112345600");
 	memcpy(pvd + 1, "CD002", 5);
-	CHECK(iso_id_parse(pvd, sizeof(pvd), &id) != 0, "bad magic");
+	CHECK(medium_iso_id_parse(pvd, sizeof(pvd), &id) != 0, "bad magic");
 	make_pvd(pvd, "X", "2026010112345600");
-	CHECK(iso_id_parse(pvd, 100, &id) != 0, "short buffer");
+	CHECK(medium_iso_id_parse(pvd, 100, &id) != 0, "short buffer");
 	make_pvd(pvd, "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345", "2026010112345600");
-	CHECK(iso_id_parse(pvd, sizeof(pvd), &id) == 0 && strcmp(id.label, "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345") == 0,
+	CHECK(medium_iso_id_parse(pvd, sizeof(pvd), &id) == 0 &&
+		      strcmp(id.label, "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345") == 0,
 	      "32-character label kept whole: %s", id.label);
 }
 
@@ -49,7 +50,7 @@ static void test_match(void)
 	char why[256];
 
 	make_pvd(pvd, "LIVEUNION", "2026010112345600");
-	CHECK(iso_id_parse(pvd, sizeof(pvd), &id) == 0, "pvd");
+	CHECK(medium_iso_id_parse(pvd, sizeof(pvd), &id) == 0, "pvd");
 
 	CHECK(medium_want_parse("UUID=2026010112345600", &w) == 0 && w.by_uuid, "uuid spec");
 	CHECK(medium_match(&w, &id, why, sizeof(why)) == 1, "uuid without hyphens matches: %s", why);
@@ -379,13 +380,13 @@ static void test_persist(void)
 	char paths[MAX_PATHS][PATH_LEN], err[300], key[64], buf[8192];
 	int n;
 
-	CHECK(persist_kind("") == PK_AUTO && persist_kind("auto") == PK_AUTO, "auto");
-	CHECK(persist_kind("off") == PK_OFF, "off");
-	CHECK(persist_kind("LABEL=x") == PK_LABEL && persist_kind("UUID=1-2") == PK_UUID, "label, uuid");
-	CHECK(persist_kind("PARTUUID=0a0b0c0d-03") == PK_PARTUUID, "partuuid");
-	CHECK(persist_kind("file:/x.img") == PK_FILE, "file");
-	CHECK(persist_kind("LABEL=") == PK_BAD && persist_kind("file:") == PK_BAD, "empty value is bad");
-	CHECK(persist_kind("sdb3") == PK_BAD && persist_kind("on") == PK_BAD, "unknown form is bad");
+	CHECK(plan_persist_kind("") == PK_AUTO && plan_persist_kind("auto") == PK_AUTO, "auto");
+	CHECK(plan_persist_kind("off") == PK_OFF, "off");
+	CHECK(plan_persist_kind("LABEL=x") == PK_LABEL && plan_persist_kind("UUID=1-2") == PK_UUID, "label, uuid");
+	CHECK(plan_persist_kind("PARTUUID=0a0b0c0d-03") == PK_PARTUUID, "partuuid");
+	CHECK(plan_persist_kind("file:/x.img") == PK_FILE, "file");
+	CHECK(plan_persist_kind("LABEL=") == PK_BAD && plan_persist_kind("file:") == PK_BAD, "empty value is bad");
+	CHECK(plan_persist_kind("sdb3") == PK_BAD && plan_persist_kind("on") == PK_BAD, "unknown form is bad");
 
 	n = paths_parse("/home,/etc/ssh//,/home/", paths, MAX_PATHS, err, sizeof(err));
 	CHECK(n == 2, "two paths, duplicate dropped: %d", n);

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 		if (rc == 0)
 			p.done = i + 1;
 		else
-			msg("step %s failed", step_name(i));
+			msg("step %s failed", plan_step_name(i));
 	}
 	if (rc == 0 && handover_check_init(p.newroot, p.init) == 0)
 		msg("init %s found in %s", p.init, p.newroot);

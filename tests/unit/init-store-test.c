@@ -48,24 +48,24 @@ static void test_ext_sb(void)
 
 	memset(b, 0, sizeof(b));
 	memcpy(b + 0x78, "liveunion-rw", 12);
-	ext_sb_parse(b, &s);
+	store_sb_parse(b, &s);
 	CHECK(!s.ext && !s.recover && !s.errors && s.label[0] == '\0' && s.uuid[0] == '\0',
 	      "no ext magic: not ext, and nothing else read (label '%s')", s.label);
 	b[0x38] = 0x53;
 	b[0x39] = 0xEF;
 	memcpy(b + 0x68, uuid, sizeof(uuid));
-	ext_sb_parse(b, &s);
+	store_sb_parse(b, &s);
 	CHECK(s.ext && !s.recover && !s.errors, "ext magic 0xEF53: ext, clean");
 	CHECK_STR(s.label, "liveunion-rw");
 	CHECK_STR(s.uuid, "01234567-89ab-cdef-0123-456789abcdef");
 	b[0x60] = 0x4; /* needs_recovery */
 	b[0x3a] = 0x2; /* state: errors */
 	memcpy(b + 0x78, "0123456789abcdefXYZ", 19);
-	ext_sb_parse(b, &s);
+	store_sb_parse(b, &s);
 	CHECK(s.ext && s.recover && s.errors, "a journal to replay and errors are seen");
 	CHECK_STR(s.label, "0123456789abcdef"); /* 16 bytes with no NUL: the field, terminated */
 	b[0x38] = 0x54;
-	ext_sb_parse(b, &s);
+	store_sb_parse(b, &s);
 	CHECK(!s.ext && !s.recover && !s.errors && s.label[0] == '\0', "a different magic is not ext");
 }
 
@@ -74,28 +74,29 @@ static void test_fat(void)
 	unsigned char boot[512];
 
 	memset(boot, 0, sizeof(boot));
-	CHECK(fat_cluster_bytes(boot) == 0, "no boot sector: no cluster size");
+	CHECK(store_fat_cluster_bytes(boot) == 0, "no boot sector: no cluster size");
 	memcpy(boot + 3, "mkfs.fat", 8);
 	boot[0x0b] = 0x00; /* 512 bytes a sector */
 	boot[0x0c] = 0x02;
 	boot[0x0d] = 4; /* 4 sectors a cluster */
-	CHECK(fat_cluster_bytes(boot) == 2048, "FAT: 512 * 4: %llu", fat_cluster_bytes(boot));
+	CHECK(store_fat_cluster_bytes(boot) == 2048, "FAT: 512 * 4: %llu", store_fat_cluster_bytes(boot));
 	boot[0x0c] = 0x10;
 	boot[0x0d] = 128;
-	CHECK(fat_cluster_bytes(boot) == 4096 * 128, "FAT: 4096 * 128: %llu", fat_cluster_bytes(boot));
+	CHECK(store_fat_cluster_bytes(boot) == 4096 * 128, "FAT: 4096 * 128: %llu", store_fat_cluster_bytes(boot));
 	memset(boot, 0, sizeof(boot));
 	memcpy(boot + 3, "EXFAT   ", 8);
 	boot[0x6c] = 9; /* 512-byte sectors */
 	boot[0x6d] = 3; /* 8 a cluster */
-	CHECK(fat_cluster_bytes(boot) == 4096, "exFAT: 2^(9+3): %llu", fat_cluster_bytes(boot));
+	CHECK(store_fat_cluster_bytes(boot) == 4096, "exFAT: 2^(9+3): %llu", store_fat_cluster_bytes(boot));
 	boot[0x6c] = 12;
 	boot[0x6d] = 13;
-	CHECK(fat_cluster_bytes(boot) == 32ULL << 20, "exFAT: 32 MiB clusters: %llu", fat_cluster_bytes(boot));
+	CHECK(store_fat_cluster_bytes(boot) == 32ULL << 20, "exFAT: 32 MiB clusters: %llu",
+	      store_fat_cluster_bytes(boot));
 	boot[0x6c] = 200; /* no exFAT: a shift like that would be undefined */
-	CHECK(fat_cluster_bytes(boot) == 0, "exFAT with a sector shift of 200: none");
+	CHECK(store_fat_cluster_bytes(boot) == 0, "exFAT with a sector shift of 200: none");
 	boot[0x6c] = 9;
 	boot[0x6d] = 40;
-	CHECK(fat_cluster_bytes(boot) == 0, "exFAT with a cluster shift of 40: none");
+	CHECK(store_fat_cluster_bytes(boot) == 0, "exFAT with a cluster shift of 40: none");
 }
 
 static void test_block_run(void)

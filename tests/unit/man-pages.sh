@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2317 # its functions run through check and require (tests/lib.sh)
 # summary: the man pages. liveunion-boot(7) lists exactly the keys of the init's table (initramfs/keys-to-man.sh,
 # like README's table), the live root carries that very page and liveunion(1), both are clean roff (groff -ww,
 # mandoc -Tlint when installed), liveunion(1) names every subcommand and option the program's --help does and
 # no other, and `make -C liveunion install` puts the command and both pages under DESTDIR/PREFIX.
-set -uo pipefail
-export LC_ALL=C
-TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$TOP/out}
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then # build.sh's default, so the page matches the one the build made
 	SOURCE_DATE_EPOCH=$(git -C "$TOP" log -1 --format=%ct -- VERSION 2>/dev/null || true)
 	SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1767225600}
@@ -16,24 +15,18 @@ init=$OUT/initramfs/init
 base=$OUT/rootfs/10-base.squashfs
 page1=$TOP/liveunion/man/liveunion.1
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-pass=0 fail=0
-check() { # DESCRIPTION COMMAND...
-	local d=$1
-	shift
-	if "$@"; then echo "ok $d"; pass=$((pass + 1)); else echo "FAIL $d"; fail=$((fail + 1)); fi
-}
-for f in "$init" "$base"; do
-	[ -e "$f" ] || { echo "FAIL $f is missing: run ./build.sh first"; echo "0 passed, 1 failed"; exit 1; }
-done
+at_exit "rm -rf '$tmp'"
+require "init-built ($init; run ./build.sh first)" test -e "$init"
+require "base-built ($base; run ./build.sh first)" test -e "$base"
 
 # keys_match PAGE: its parameter entries are exactly the keys of the table, in its order.
 keys_match() {
 	diff <("$init" --help-keys | tail -n +2 | cut -f1) \
 		<(sed -n 's/^\\fB\(live\.[a-z.]*\)=\\fR.*/\1/p' "$1" | sed 's/\\-/-/g')
 }
+have() { command -v "$1" >/dev/null; }
 for c in groff mandoc man; do
-	command -v "$c" >/dev/null || { echo "FAIL $c missing (apt-get install -y groff-base mandoc man-db)"; echo "0 passed, 1 failed"; exit 1; }
+	require "$c is there (apt-get install -y groff-base mandoc man-db)" have "$c"
 done
 
 # lint PAGE: nothing from groff's warnings (all of them) nor from mandoc's checker (style notes included)
@@ -44,7 +37,7 @@ lint() {
 		return 1
 	fi
 }
-fails() { ! "$@" >/dev/null 2>&1; } # the other way: a broken input must be caught
+silent() { "$@" >/dev/null 2>&1; } # with fails, the other way: a broken input must be caught
 renders() { MANWIDTH=80 man -l "$1" 2>/dev/null | grep "^NAME" >/dev/null; } # not grep -q: see tests/qemu/lib/vm.bash out_has
 
 gen=$tmp/liveunion-boot.7
@@ -52,11 +45,11 @@ gen=$tmp/liveunion-boot.7
 check "liveunion-boot(7) lists every key of init --help-keys and no other" keys_match "$gen"
 # the comparison sees a missing key: the page without the live.toram entry
 sed '/^\\fBlive\.toram=/d' "$gen" >"$tmp/missing.7"
-check "a page without live.toram is caught" fails keys_match "$tmp/missing.7"
+check "a page without live.toram is caught" fails silent keys_match "$tmp/missing.7"
 check "liveunion-boot(7) is clean roff" lint "$gen"
 check "liveunion(1) is clean roff" lint "$page1"
 printf '.SH NAME\nx \\- y\n.XY bad\n' >"$tmp/bad.7"
-check "the roff check sees an unknown macro" fails lint "$tmp/bad.7"
+check "the roff check sees an unknown macro" fails silent lint "$tmp/bad.7"
 check "liveunion-boot(7) renders with man -l" renders "$gen"
 check "liveunion(1) renders with man -l" renders "$page1"
 
@@ -68,7 +61,8 @@ check "10-base's /usr/share/man/man1/liveunion.1 is liveunion/man/liveunion.1" c
 
 # liveunion(1) against the program: every subcommand has its entry, every option of every usage is in the
 # page, and every option the page names exists.
-make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null || { echo "FAIL make -C liveunion"; fail=$((fail + 1)); }
+built() { make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null; }
+require "make -C liveunion builds the command" built
 lu=$OUT/liveunion/liveunion
 mapfile -t cmds < <("$lu" --help | sed -n 's/^  \([a-z]*\) .*/\1/p')
 check "liveunion --help lists subcommands (${cmds[*]})" test ${#cmds[@]} -ge 4
@@ -90,9 +84,9 @@ same_opts() {
 }
 check "liveunion(1) names every option of every subcommand's usage, and no other" same_opts "$page1"
 printf '.TP\n.B \\-\\-frobnicate\nx\n' | cat "$page1" - >"$tmp/extra.1"
-check "an option the program lacks is caught" fails same_opts "$tmp/extra.1"
+check "an option the program lacks is caught" fails silent same_opts "$tmp/extra.1"
 grep -v -- 'no\\-redirect' "$page1" >"$tmp/fewer.1"
-check "an option the page lacks is caught" fails same_opts "$tmp/fewer.1"
+check "an option the page lacks is caught" fails silent same_opts "$tmp/fewer.1"
 
 # make install on a host: the command and both pages, under DESTDIR and PREFIX.
 d=$tmp/dest
@@ -101,5 +95,4 @@ runs() { "$@" >/dev/null; }
 check "make install: bin/liveunion runs" runs "$d/usr/bin/liveunion" --help
 check "make install: man1/liveunion.1 renders" renders "$d/usr/share/man/man1/liveunion.1"
 check "make install: man7/liveunion-boot.7 is the generated page" cmp -s "$gen" "$d/usr/share/man/man7/liveunion-boot.7"
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -21,12 +21,28 @@
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "union-list.h"
 
-enum { OP_DIR, OP_FILE, OP_SYMLINK, OP_HARDLINK, OP_WHITEOUT, OP_XWHITEOUT, OP_OPAQUE,
-       OP_REDIRECT, OP_FIFO, OP_CHR, OP_XATTR, OP_CHMOD, OP_MTIME, OP_CHOWN, OP_KINDS };
-static const char *const opname[] = { "mkdir", "file", "symlink", "hardlink", "whiteout",
-	"xwhiteout", "opaque", "redirect", "fifo", "chr", "xattr", "chmod", "mtime", "chown" };
+enum {
+	OP_DIR,
+	OP_FILE,
+	OP_SYMLINK,
+	OP_HARDLINK,
+	OP_WHITEOUT,
+	OP_XWHITEOUT,
+	OP_OPAQUE,
+	OP_REDIRECT,
+	OP_FIFO,
+	OP_CHR,
+	OP_XATTR,
+	OP_CHMOD,
+	OP_MTIME,
+	OP_CHOWN,
+	OP_KINDS
+};
+static const char *const opname[] = {"mkdir",    "file", "symlink", "hardlink", "whiteout", "xwhiteout", "opaque",
+				     "redirect", "fifo", "chr",     "xattr",    "chmod",    "mtime",     "chown"};
 
 struct op {
 	int layer, kind;
@@ -36,10 +52,10 @@ struct op {
 };
 
 struct stack {
-	int nl, user;           /* layers; 1 = user.overlay.* and userxattr */
+	int nl, user; /* layers; 1 = user.overlay.* and userxattr */
 	struct op *op;
 	int nop;
-	unsigned char *skip;    /* ops left out while minimising */
+	unsigned char *skip; /* ops left out while minimising */
 };
 
 static unsigned long long rng;
@@ -50,17 +66,18 @@ static unsigned rnd(unsigned n)
 }
 
 static char longname[256];
-static int no_xwh;          /* the host kernel ignores xattr whiteouts: do not make them */
+static int no_xwh; /* the host kernel ignores xattr whiteouts: do not make them */
 static int mutant;
 
 /* What the stacks exercised, counted where it had an effect on the merge. */
 struct cov {
-	long layers[6], chr_wh, xwh[2], xwh_plain, opaque, redirect, hardlink, symlink,
-	     emptydir, longname, oddname, xattr, txattr, owner, fifo, dev, file, dir;
+	long layers[6], chr_wh, xwh[2], xwh_plain, opaque, redirect, hardlink, symlink, emptydir, longname, oddname,
+		xattr, txattr, owner, fifo, dev, file, dir;
 };
 static struct cov cov;
-static const char *const pool[] = { "a", "b", "c", "d", "a", "b", "c", "e", longname, "sp ace",
-	"-dash", "\xc3\xbcn\xc3\xaf", "tab\tname", "nl\nname", "*?[x", "...", ".hid", "back\\slash" };
+static const char *const pool[] = {"a",         "b",        "c",      "d",      "a",     "b",
+				   "c",         "e",        longname, "sp ace", "-dash", "\xc3\xbcn\xc3\xaf",
+				   "tab\tname", "nl\nname", "*?[x",   "...",    ".hid",  "back\\slash"};
 #define NPOOL (sizeof pool / sizeof pool[0])
 
 static void rand_path(char *p, size_t sz)
@@ -89,7 +106,7 @@ static void gen(struct stack *s)
 			o->layer = l;
 			o->kind = (int)rnd(OP_KINDS);
 			if (o->kind == OP_REDIRECT && s->user)
-				o->kind = OP_DIR;   /* userxattr mounts refuse to follow redirects */
+				o->kind = OP_DIR; /* userxattr mounts refuse to follow redirects */
 			if (o->kind == OP_XWHITEOUT && no_xwh)
 				o->kind = OP_WHITEOUT;
 			rand_path(o->path, sizeof o->path);
@@ -116,7 +133,7 @@ static void gen(struct stack *s)
 				else
 					rand_path(o->arg + 1, sizeof o->arg - 1), o->arg[0] = '/';
 				break;
-			case OP_XATTR:   /* trusted.* that is not overlay's own is shown and kept */
+			case OP_XATTR: /* trusted.* that is not overlay's own is shown and kept */
 				snprintf(o->arg, sizeof o->arg, "%s.t%u", rnd(3) ? "user" : "trusted", rnd(3));
 				break;
 			case OP_CHOWN:
@@ -125,7 +142,7 @@ static void gen(struct stack *s)
 				break;
 			case OP_XWHITEOUT:
 				if (!rnd(4))
-					strcpy(o->arg, "unmarked");   /* parent not opaque=x */
+					strcpy(o->arg, "unmarked"); /* parent not opaque=x */
 				break;
 			}
 			s->nop++;
@@ -158,6 +175,12 @@ static void ovset(const struct stack *s, const char *p, const char *what, const 
 	}
 }
 
+/* The result of an op's system call, dropped: see build. */
+static void may_fail(long rc)
+{
+	(void)rc;
+}
+
 /* Apply every op not skipped; an op that cannot apply (a parent is a file,
  * the link source is gone) does nothing, which keeps minimising simple. */
 static void build(const struct stack *s, const char *dir)
@@ -180,28 +203,22 @@ static void build(const struct stack *s, const char *dir)
 		snprintf(p, sizeof p, "%s/%s", base, o->path);
 		mkparents(base, o->path);
 		switch (o->kind) {
-		case OP_DIR:
-			if (mkdir(p, 0755) < 0) {}
-			break;
+		case OP_DIR: may_fail(mkdir(p, 0755)); break;
 		case OP_FILE:
 			unlink(p);
 			fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
 			if (fd >= 0) {
-				if (write(fd, o->arg, strlen(o->arg)) < 0) {}
+				may_fail(write(fd, o->arg, strlen(o->arg)));
 				close(fd);
-				if (chmod(p, o->mode) < 0) {}
+				may_fail(chmod(p, o->mode));
 			}
 			break;
-		case OP_SYMLINK:
-			if (symlink(o->arg, p) < 0) {}
-			break;
+		case OP_SYMLINK: may_fail(symlink(o->arg, p)); break;
 		case OP_HARDLINK:
 			snprintf(q, sizeof q, "%s/%s", base, o->arg);
-			if (link(q, p) < 0) {}
+			may_fail(link(q, p));
 			break;
-		case OP_WHITEOUT:
-			if (mknod(p, S_IFCHR | 0, makedev(0, 0)) < 0) {}
-			break;
+		case OP_WHITEOUT: may_fail(mknod(p, S_IFCHR | 0, makedev(0, 0))); break;
 		case OP_XWHITEOUT:
 			fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
 			if (fd >= 0) {
@@ -218,32 +235,22 @@ static void build(const struct stack *s, const char *dir)
 			}
 			break;
 		case OP_OPAQUE:
-			if (mkdir(p, 0755) < 0) {}
+			may_fail(mkdir(p, 0755));
 			ovset(s, p, "opaque", "y");
 			break;
 		case OP_REDIRECT:
-			if (mkdir(p, 0755) < 0) {}
+			may_fail(mkdir(p, 0755));
 			ovset(s, p, "redirect", o->arg);
 			break;
-		case OP_FIFO:
-			if (mkfifo(p, 0640) < 0) {}
-			break;
-		case OP_CHR:
-			if (mknod(p, S_IFCHR | 0620, makedev(1, 7)) < 0) {}
-			break;
-		case OP_XATTR:
-			if (lsetxattr(p, o->arg, o->path, strlen(o->path) % 40, 0) < 0) {}
-			break;
-		case OP_CHMOD:
-			if (chmod(p, o->mode & 0777) < 0) {}
-			break;
-		case OP_CHOWN:
-			if (lchown(p, o->uid, o->gid) < 0) {}
-			break;
+		case OP_FIFO: may_fail(mkfifo(p, 0640)); break;
+		case OP_CHR: may_fail(mknod(p, S_IFCHR | 0620, makedev(1, 7))); break;
+		case OP_XATTR: may_fail(lsetxattr(p, o->arg, o->path, strlen(o->path) % 40, 0)); break;
+		case OP_CHMOD: may_fail(chmod(p, o->mode & 0777)); break;
+		case OP_CHOWN: may_fail(lchown(p, o->uid, o->gid)); break;
 		case OP_MTIME:
 			ts[0].tv_sec = ts[1].tv_sec = o->t;
 			ts[0].tv_nsec = ts[1].tv_nsec = 0;
-			if (utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW) < 0) {}
+			may_fail(utimensat(AT_FDCWD, p, ts, AT_SYMLINK_NOFOLLOW));
 			break;
 		}
 	}
@@ -383,8 +390,8 @@ static int below(const struct stack *s, const char *dir, int layer, const char *
 	return 0;
 }
 
-static int has_ovx(const struct stack *s, const char *dir, int l, const char *path,
-		   const char *what, char *val, size_t sz)
+static int has_ovx(const struct stack *s, const char *dir, int l, const char *path, const char *what, char *val,
+		   size_t sz)
 {
 	char p[4200], name[64];
 	ssize_t r;
@@ -400,7 +407,7 @@ static int has_ovx(const struct stack *s, const char *dir, int l, const char *pa
  * below, and the kinds of entry the kernel's merge shows (KL). */
 static void tally(const struct stack *s, const char *dir, const struct listing *kl)
 {
-	struct cov c = { 0 };
+	struct cov c = {0};
 	struct stat st;
 	char v[900], tgt[1700];
 
@@ -411,12 +418,12 @@ static void tally(const struct stack *s, const char *dir, const struct listing *
 			continue;
 		switch (o->kind) {
 		case OP_WHITEOUT:
-			if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) &&
-			    below(s, dir, o->layer, o->path, 0))
+			if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0) && below(s, dir, o->layer, o->path, 0))
 				c.chr_wh = 1;
 			break;
 		case OP_XWHITEOUT:
-			if (S_ISREG(st.st_mode) && !st.st_size && has_ovx(s, dir, o->layer, o->path, "whiteout", v, sizeof v) &&
+			if (S_ISREG(st.st_mode) && !st.st_size &&
+			    has_ovx(s, dir, o->layer, o->path, "whiteout", v, sizeof v) &&
 			    below(s, dir, o->layer, o->path, 0)) {
 				if (o->arg[0])
 					c.xwh_plain = 1;
@@ -478,29 +485,55 @@ static void tally(const struct stack *s, const char *dir, const struct listing *
 	}
 	for (int l = 0; l < 6; l++)
 		cov.layers[l] += c.layers[l];
-	cov.chr_wh += c.chr_wh; cov.xwh[0] += c.xwh[0]; cov.xwh[1] += c.xwh[1];
-	cov.xwh_plain += c.xwh_plain; cov.opaque += c.opaque; cov.redirect += c.redirect;
-	cov.hardlink += c.hardlink; cov.symlink += c.symlink; cov.emptydir += c.emptydir;
-	cov.longname += c.longname; cov.oddname += c.oddname; cov.xattr += c.xattr;
-	cov.txattr += c.txattr; cov.owner += c.owner;
-	cov.fifo += c.fifo; cov.dev += c.dev; cov.file += c.file; cov.dir += c.dir;
+	cov.chr_wh += c.chr_wh;
+	cov.xwh[0] += c.xwh[0];
+	cov.xwh[1] += c.xwh[1];
+	cov.xwh_plain += c.xwh_plain;
+	cov.opaque += c.opaque;
+	cov.redirect += c.redirect;
+	cov.hardlink += c.hardlink;
+	cov.symlink += c.symlink;
+	cov.emptydir += c.emptydir;
+	cov.longname += c.longname;
+	cov.oddname += c.oddname;
+	cov.xattr += c.xattr;
+	cov.txattr += c.txattr;
+	cov.owner += c.owner;
+	cov.fifo += c.fifo;
+	cov.dev += c.dev;
+	cov.file += c.file;
+	cov.dir += c.dir;
 }
 
 /* Prints what was exercised; returns the number of features below MIN stacks. */
 static int cov_report(long min)
 {
-	struct { const char *name; long n; int need; } f[] = {
-		{ "3 layers", cov.layers[3], 1 }, { "4 layers", cov.layers[4], 1 },
-		{ "5 layers", cov.layers[5], 1 }, { "files", cov.file, 1 }, { "dirs", cov.dir, 1 },
-		{ "empty dirs", cov.emptydir, 1 }, { "symlinks", cov.symlink, 1 },
-		{ "hard links", cov.hardlink, 1 }, { "fifos", cov.fifo, 1 }, { "devices", cov.dev, 1 },
-		{ "user xattrs", cov.xattr, 1 }, { "trusted xattrs", cov.txattr, 1 },
-		{ "other owners than root", cov.owner, 1 }, { "whiteouts 0/0 hiding", cov.chr_wh, 1 },
-		{ "xattr whiteouts hiding (trusted)", cov.xwh[0], !no_xwh },
-		{ "xattr whiteouts hiding (user)", cov.xwh[1], !no_xwh },
-		{ "xattr whiteouts hiding (dir not opaque=x)", cov.xwh_plain, !no_xwh },
-		{ "opaque dirs hiding", cov.opaque, 1 }, { "redirects followed", cov.redirect, 1 },
-		{ "255-byte names", cov.longname, 1 }, { "odd names", cov.oddname, 1 },
+	struct {
+		const char *name;
+		long n;
+		int need;
+	} f[] = {
+		{"3 layers", cov.layers[3], 1},
+		{"4 layers", cov.layers[4], 1},
+		{"5 layers", cov.layers[5], 1},
+		{"files", cov.file, 1},
+		{"dirs", cov.dir, 1},
+		{"empty dirs", cov.emptydir, 1},
+		{"symlinks", cov.symlink, 1},
+		{"hard links", cov.hardlink, 1},
+		{"fifos", cov.fifo, 1},
+		{"devices", cov.dev, 1},
+		{"user xattrs", cov.xattr, 1},
+		{"trusted xattrs", cov.txattr, 1},
+		{"other owners than root", cov.owner, 1},
+		{"whiteouts 0/0 hiding", cov.chr_wh, 1},
+		{"xattr whiteouts hiding (trusted)", cov.xwh[0], !no_xwh},
+		{"xattr whiteouts hiding (user)", cov.xwh[1], !no_xwh},
+		{"xattr whiteouts hiding (dir not opaque=x)", cov.xwh_plain, !no_xwh},
+		{"opaque dirs hiding", cov.opaque, 1},
+		{"redirects followed", cov.redirect, 1},
+		{"255-byte names", cov.longname, 1},
+		{"odd names", cov.oddname, 1},
 	};
 	int low = 0;
 
@@ -526,7 +559,7 @@ static int probe_xwh(int user)
 
 	snprintf(b, sizeof b, "%s/probe", work);
 	rm_rf(b);
-	const char *dirs[] = { "", "/u", "/u/d", "/l", "/l/d", "/m" };
+	const char *dirs[] = {"", "/u", "/u/d", "/l", "/l/d", "/m"};
 	for (size_t i = 0; i < 6; i++) {
 		snprintf(p, sizeof p, "%s%s", b, dirs[i]);
 		if (mkdir(p, 0755) < 0)
@@ -557,7 +590,6 @@ static int probe_xwh(int user)
 	return ok;
 }
 
-
 /* Undo the \ooo escapes of listings and of `changes --machine` paths. */
 static void unesc(char *s)
 {
@@ -574,7 +606,9 @@ static void unesc(char *s)
 	*o = '\0';
 }
 
-struct pl { char *path, *rest; };
+struct pl {
+	char *path, *rest;
+};
 
 /* path and the describing part without directory mtimes and hard-link groups,
  * which `changes` does not report */
@@ -623,7 +657,8 @@ static int check_changes(const struct listing *full, const struct listing *base,
 		const char *x = find_rest(f, full->n, pa), *y = find_rest(b, base->n, pa);
 		if ((x && y && !strcmp(x, y) && strcmp(k, "replaced")) || (!x && !y)) {
 			if (loud)
-				fprintf(stderr, "changes reports %s %s, the kernel merges do not differ there\n", k, pa);
+				fprintf(stderr, "changes reports %s %s, the kernel merges do not differ there\n", k,
+					pa);
 			bad++;
 		}
 	}
@@ -643,7 +678,10 @@ static int check_changes(const struct listing *full, const struct listing *base,
 			if (!covered) {
 				if (loud)
 					fprintf(stderr, "changes misses %s (%s -> %s)\n", v[i].path,
-						pass ? v[i].rest : o ? o : "absent", pass ? "absent" : v[i].rest);
+						pass ? v[i].rest :
+						o    ? o :
+						       "absent",
+						pass ? "absent" : v[i].rest);
 				bad++;
 			}
 		}
@@ -662,8 +700,8 @@ static int check_changes(const struct listing *full, const struct listing *base,
 static FILE *run_changes(const struct stack *s, const char *dir)
 {
 	char cmd[8192];
-	int k = snprintf(cmd, sizeof cmd, "'%s' changes --machine --assume-upper %s '%s/l0' --lower",
-			 liveunion, s->user ? "--userxattr" : "--trusted", dir);
+	int k = snprintf(cmd, sizeof cmd, "'%s' changes --machine --assume-upper %s '%s/l0' --lower", liveunion,
+			 s->user ? "--userxattr" : "--trusted", dir);
 	for (int l = 1; l < s->nl; l++)
 		k += snprintf(cmd + k, sizeof cmd - (size_t)k, " '%s/l%d'", dir, l);
 	return popen(cmd, "r");
@@ -674,10 +712,10 @@ static FILE *run_changes(const struct stack *s, const char *dir)
 static int check(const struct stack *s, int do_flatten, int do_squash, int loud, int tally_it)
 {
 	char dir[4096], mnt[4096], opts[4096], flat[4096], err[256], sq[4200], sqm[4200];
-	struct listing kl = { 0 }, ul = { 0 }, fl = { 0 };
+	struct listing kl = {0}, ul = {0}, fl = {0};
 	char *layers[8];
 	int k = 0, res = -1, r;
-	struct lu_opts lo = { s->user ? LU_NS_USER : LU_NS_TRUSTED, s->user };
+	struct lu_opts lo = {s->user ? LU_NS_USER : LU_NS_TRUSTED, s->user};
 	struct lu_union *u = NULL;
 
 	snprintf(dir, sizeof dir, "%s/stack", work);
@@ -745,10 +783,9 @@ static int check(const struct stack *s, int do_flatten, int do_squash, int loud,
 	}
 	if (!res && do_squash && liveunion) {
 		/* as a squashfs: whole-second mtimes, owners, xattrs, hard links, devices */
-		struct listing a = { 0 }, b = { 0 }, ql = { 0 };
-		char *mnt_argv[] = { "mount", "-o", "loop,ro", sq, sqm, NULL };
-		if ((mkdir(sqm, 0755) < 0 && errno != EEXIST) || run_flatten(s, dir, sq) < 0 ||
-		    run_cmd(mnt_argv) < 0) {
+		struct listing a = {0}, b = {0}, ql = {0};
+		char *mnt_argv[] = {"mount", "-o", "loop,ro", sq, sqm, NULL};
+		if ((mkdir(sqm, 0755) < 0 && errno != EEXIST) || run_flatten(s, dir, sq) < 0 || run_cmd(mnt_argv) < 0) {
 			if (loud)
 				fprintf(stderr, "liveunion flatten -o FILE.squashfs failed (or its mount)\n");
 			res = 1;
@@ -760,7 +797,8 @@ static int check(const struct stack *s, int do_flatten, int do_squash, int loud,
 			listing_seconds(&ql, &b);
 			if (r < 0 || listing_diff(&a, &b, 40, NULL)) {
 				if (loud) {
-					fprintf(stderr, "flatten squashfs differs from the kernel (- kernel, + squashfs):\n");
+					fprintf(stderr,
+						"flatten squashfs differs from the kernel (- kernel, + squashfs):\n");
 					listing_diff(&a, &b, 40, stderr);
 				}
 				res = 1;
@@ -772,12 +810,13 @@ static int check(const struct stack *s, int do_flatten, int do_squash, int loud,
 	}
 	if (!res && do_flatten && liveunion) {
 		/* the same stack read as an upper (l0) over its base: `changes` */
-		struct listing bl = { 0 };
+		struct listing bl = {0};
 		FILE *rep;
 		k = snprintf(opts, sizeof opts, "lowerdir=");
 		for (int l = 1; l < s->nl; l++)
 			k += snprintf(opts + k, sizeof opts - (size_t)k, "%s%s", l > 1 ? ":" : "", layers[l]);
-		snprintf(opts + k, sizeof opts - (size_t)k, ",xino=on%s", s->user ? ",userxattr" : ",redirect_dir=follow");
+		snprintf(opts + k, sizeof opts - (size_t)k, ",xino=on%s",
+			 s->user ? ",userxattr" : ",redirect_dir=follow");
 		if (mount("overlay", mnt, "overlay", MS_RDONLY, opts) < 0 || list_real(mnt, lo.ns, 0, &bl) < 0) {
 			res = -1;
 		} else if ((rep = run_changes(s, dir))) {
@@ -839,8 +878,10 @@ int main(int argc, char **argv)
 		case 'M': mutant = 1; break;
 		case 'v': verbose = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-s SEED] [-i FIRST] [-n COUNT] [-f LIVEUNION] [-F EVERY] "
-				"[-Q EVERY] [-C] [-x] [-M] [-v] WORKDIR\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [-s SEED] [-i FIRST] [-n COUNT] [-f LIVEUNION] [-F EVERY] "
+				"[-Q EVERY] [-C] [-x] [-M] [-v] WORKDIR\n",
+				argv[0]);
 			return 2;
 		}
 	if (optind + 1 != argc) {

@@ -9,6 +9,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "union.h"
 #ifdef __SANITIZE_ADDRESS__
 /* from ASan's runtime (gcc ships no header for it) */
@@ -18,9 +19,17 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 static int passed, failed;
 static char top[4096];
 
-#define CHECK(cond, ...) do { if (cond) passed++; else { failed++; \
-	fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); fprintf(stderr, __VA_ARGS__); \
-	fputc('\n', stderr); } } while (0)
+#define CHECK(cond, ...)                                                     \
+	do {                                                                 \
+		if (cond)                                                    \
+			passed++;                                            \
+		else {                                                       \
+			failed++;                                            \
+			fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+			fprintf(stderr, __VA_ARGS__);                        \
+			fputc('\n', stderr);                                 \
+		}                                                            \
+	} while (0)
 
 static const char *P(const char *rel)
 {
@@ -31,7 +40,11 @@ static const char *P(const char *rel)
 	return b[k];
 }
 
-static void mk(const char *rel) { if (mkdir(P(rel), 0755) < 0 && errno != EEXIST) perror(rel); }
+static void mk(const char *rel)
+{
+	if (mkdir(P(rel), 0755) < 0 && errno != EEXIST)
+		perror(rel);
+}
 static void put(const char *rel, const char *s)
 {
 	FILE *f = fopen(P(rel), "w");
@@ -43,13 +56,17 @@ static void xa(const char *rel, const char *name, const char *v)
 	if (lsetxattr(P(rel), name, v, strlen(v), 0) < 0)
 		perror(name);
 }
-static void wh(const char *rel) { if (mknod(P(rel), S_IFCHR, makedev(0, 0)) < 0) perror(rel); }
+static void wh(const char *rel)
+{
+	if (mknod(P(rel), S_IFCHR, makedev(0, 0)) < 0)
+		perror(rel);
+}
 
 static struct lu_union *stack(int n, unsigned ns)
 {
-	char *l[3] = { (char *)P("l0"), (char *)P("l1"), (char *)P("l2") };
+	char *l[3] = {(char *)P("l0"), (char *)P("l1"), (char *)P("l2")};
 	char err[256];
-	struct lu_opts o = { ns, 0 };
+	struct lu_opts o = {ns, 0};
 	struct lu_union *u = lu_open(l, n, &o, err, sizeof err);
 	if (!u)
 		fprintf(stderr, "lu_open: %s\n", err);
@@ -95,15 +112,18 @@ static void test_parse(void)
 	CHECK(lu_parse_redirect("//x", 3, out, sizeof out) == -1, "empty component refused");
 	CHECK(lu_parse_redirect("/a/", 3, out, sizeof out) == -1, "trailing slash refused");
 	CHECK(lu_parse_redirect("", 0, out, sizeof out) == -1, "empty refused");
-	CHECK(lu_parse_redirect("/abcdefghijklmnopqrstuvwxyz0123456789", 37, out, sizeof out) == -1, "too long refused");
+	CHECK(lu_parse_redirect("/abcdefghijklmnopqrstuvwxyz0123456789", 37, out, sizeof out) == -1,
+	      "too long refused");
 	CHECK(lu_parse_opaque("y", 1) == LU_OPAQUE_Y && lu_parse_opaque("x", 1) == LU_OPAQUE_X &&
-	      lu_parse_opaque("yy", 2) == LU_OPAQUE_NONE && lu_parse_opaque("n", 1) == LU_OPAQUE_NONE, "opaque values");
+		      lu_parse_opaque("yy", 2) == LU_OPAQUE_NONE && lu_parse_opaque("n", 1) == LU_OPAQUE_NONE,
+	      "opaque values");
 	CHECK(lu_xattr_is_private("trusted.overlay.opaque", 22, LU_NS_TRUSTED) &&
-	      !lu_xattr_is_private("user.overlay.opaque", 19, LU_NS_TRUSTED) &&
-	      lu_xattr_is_private("user.overlay.opaque", 19, LU_NS_USER) &&
-	      !lu_xattr_is_private("user.other", 10, 0), "private xattr names");
+		      !lu_xattr_is_private("user.overlay.opaque", 19, LU_NS_TRUSTED) &&
+		      lu_xattr_is_private("user.overlay.opaque", 19, LU_NS_USER) &&
+		      !lu_xattr_is_private("user.other", 10, 0),
+	      "private xattr names");
 	size_t pos = 0;
-	const char list[] = "a\0\0bb\0c";   /* unterminated tail "c" */
+	const char list[] = "a\0\0bb\0c"; /* unterminated tail "c" */
 	const char *n1 = lu_xattr_list_next(list, 7, &pos), *n2 = lu_xattr_list_next(list, 7, &pos),
 		   *n3 = lu_xattr_list_next(list, 7, &pos);
 	CHECK(n1 && !strcmp(n1, "a") && n2 && !strcmp(n2, "bb") && !n3, "xattr list walk");
@@ -114,18 +134,45 @@ static void test_rules(void)
 	struct lu_union *u;
 	struct stat st;
 
-	mk("l0"); mk("l1"); mk("l2");
-	mk("l0/d"); mk("l1/d"); mk("l2/d");
-	put("l0/d/top", "0"); put("l1/d/top", "1"); put("l2/d/mid", "2"); put("l1/d/mid", "1");
-	put("l2/d/gone", "2"); wh("l1/d/gone");
-	mk("l0/x"); xa("l0/x", "trusted.overlay.opaque", "x"); put("l0/x/xgone", "");
-	xa("l0/x/xgone", "trusted.overlay.whiteout", ""); mk("l1/x"); put("l1/x/xgone", "1"); put("l1/x/keep", "1");
-	mk("l0/op"); xa("l0/op", "trusted.overlay.opaque", "y"); put("l0/op/mine", "0");
-	mk("l1/op"); put("l1/op/hidden", "1");
-	put("l0/file", "file"); mk("l1/file"); put("l1/file/under", "u");
-	mk("l0/new"); xa("l0/new", "trusted.overlay.redirect", "/old"); mk("l1/old"); put("l1/old/f", "moved");
-	mk("l0/rel"); xa("l0/rel", "trusted.overlay.redirect", "orig"); mk("l2/orig"); put("l2/orig/g", "rel");
-	mk("l0/uo"); xa("l0/uo", "user.overlay.opaque", "y"); mk("l1/uo"); put("l1/uo/seen", "1");
+	mk("l0");
+	mk("l1");
+	mk("l2");
+	mk("l0/d");
+	mk("l1/d");
+	mk("l2/d");
+	put("l0/d/top", "0");
+	put("l1/d/top", "1");
+	put("l2/d/mid", "2");
+	put("l1/d/mid", "1");
+	put("l2/d/gone", "2");
+	wh("l1/d/gone");
+	mk("l0/x");
+	xa("l0/x", "trusted.overlay.opaque", "x");
+	put("l0/x/xgone", "");
+	xa("l0/x/xgone", "trusted.overlay.whiteout", "");
+	mk("l1/x");
+	put("l1/x/xgone", "1");
+	put("l1/x/keep", "1");
+	mk("l0/op");
+	xa("l0/op", "trusted.overlay.opaque", "y");
+	put("l0/op/mine", "0");
+	mk("l1/op");
+	put("l1/op/hidden", "1");
+	put("l0/file", "file");
+	mk("l1/file");
+	put("l1/file/under", "u");
+	mk("l0/new");
+	xa("l0/new", "trusted.overlay.redirect", "/old");
+	mk("l1/old");
+	put("l1/old/f", "moved");
+	mk("l0/rel");
+	xa("l0/rel", "trusted.overlay.redirect", "orig");
+	mk("l2/orig");
+	put("l2/orig/g", "rel");
+	mk("l0/uo");
+	xa("l0/uo", "user.overlay.opaque", "y");
+	mk("l1/uo");
+	put("l1/uo/seen", "1");
 	if (!(u = stack(3, LU_NS_TRUSTED)))
 		return;
 	content_is(u, "/d/top", "0");
@@ -134,10 +181,10 @@ static void test_rules(void)
 	CHECK(has(u, "/d", "gone") == 0 && has(u, "/d", "top") == 1, "whiteout never listed, names once");
 	CHECK(lu_stat(u, "/x/xgone", &st) == -ENOENT && has(u, "/x", "xgone") == 0, "xattr whiteout hides");
 	CHECK(has(u, "/x", "keep") == 1, "opaque=x directory still merges");
-	CHECK(has(u, "/op", "mine") == 1 && has(u, "/op", "hidden") == 0 &&
-	      lu_stat(u, "/op/hidden", &st) == -ENOENT, "opaque directory hides everything below");
-	CHECK(lu_stat(u, "/file", &st) == 0 && S_ISREG(st.st_mode) &&
-	      lu_stat(u, "/file/under", &st) == -ENOTDIR, "a non-directory hides the directory below");
+	CHECK(has(u, "/op", "mine") == 1 && has(u, "/op", "hidden") == 0 && lu_stat(u, "/op/hidden", &st) == -ENOENT,
+	      "opaque directory hides everything below");
+	CHECK(lu_stat(u, "/file", &st) == 0 && S_ISREG(st.st_mode) && lu_stat(u, "/file/under", &st) == -ENOTDIR,
+	      "a non-directory hides the directory below");
 	content_is(u, "/new/f", "moved");
 	content_is(u, "/rel/g", "rel");
 	CHECK(has(u, "/uo", "seen") == 1, "user.overlay.opaque ignored in trusted mode");
@@ -158,18 +205,20 @@ static void test_cookies_and_changes(void)
 	long cookie = -1;
 	int n = 0, m = 0, i;
 
-	mk("l0/c"); mk("l1/c");
+	mk("l0/c");
+	mk("l1/c");
 	for (i = 0; i < 40; i++) {
 		snprintf(name, sizeof name, "%s/c/n%02d", i % 2 ? "l0" : "l1", i);
 		put(name, "x");
 	}
-	put("l0/c/n03dup", "x"); put("l1/c/n03dup", "y");
+	put("l0/c/n03dup", "x");
+	put("l1/c/n03dup", "y");
 	if (!(u = stack(2, 0)) || !(d = lu_opendir(u, "/c")))
 		return;
 	CHECK(lu_dir_count(d) == 41, "merged count 41, got %zu", lu_dir_count(d));
 	while ((e = lu_readdir(d)) && n < 64) {
 		if (n == 10)
-			cookie = lu_telldir(d) - 1;   /* cookie of the entry just read */
+			cookie = lu_telldir(d) - 1; /* cookie of the entry just read */
 		snprintf(first[n++], 64, "%s", e->name);
 	}
 	CHECK(n == 41 && errno == 0, "41 entries, clean end (n=%d errno=%d)", n, errno);
@@ -181,7 +230,7 @@ static void test_cookies_and_changes(void)
 		snprintf(again[m++], 64, "%s", e->name);
 	CHECK(m == 30 && !strcmp(again[0], first[11]) && !strcmp(again[m - 1], first[40]),
 	      "seekdir to a cookie resumes at the same entry after rewinddir (m=%d)", m);
-	put("l1/c/late", "z");   /* a change in a lower layer while the stream is open */
+	put("l1/c/late", "z"); /* a change in a lower layer while the stream is open */
 	lu_seekdir(d, 0);
 	n = 0;
 	while ((e = lu_readdir(d)))
@@ -210,17 +259,36 @@ static int read_all(struct lu_dir *d, int after, void (*change)(void), const cha
 	return n;
 }
 
-static void ch_big(void) { put("l1/big/late", "z"); }
-static void ch_newdir(void) { mk("l1/w"); put("l1/w/c", "c"); }
-static void ch_unwhite(void) { if (unlink(P("l1/s")) < 0) perror("unlink"); }
+static void ch_big(void)
+{
+	put("l1/big/late", "z");
+}
+static void ch_newdir(void)
+{
+	mk("l1/w");
+	put("l1/w/c", "c");
+}
+static void ch_unwhite(void)
+{
+	if (unlink(P("l1/s")) < 0)
+		perror("unlink");
+}
 static void ch_replace(void)
 {
-	if (rename(P("l1/r"), P("l1/r.old")) < 0) perror("rename");
+	if (rename(P("l1/r"), P("l1/r.old")) < 0)
+		perror("rename");
 	mk("l1/r");
-	put("l1/r/b", "2");   /* same names as before: only the directory is another */
+	put("l1/r/b", "2"); /* same names as before: only the directory is another */
 }
-static void ch_opaque(void) { xa("l0/o", "trusted.overlay.opaque", "y"); }
-static void ch_elsewhere(void) { put("l1/other/new", "n"); put("l0/w/../other2", "n"); }
+static void ch_opaque(void)
+{
+	xa("l0/o", "trusted.overlay.opaque", "y");
+}
+static void ch_elsewhere(void)
+{
+	put("l1/other/new", "n");
+	put("l0/w/../other2", "n");
+}
 
 static void expect_stale(const char *dir, int after, void (*change)(void), const char *what)
 {
@@ -249,7 +317,8 @@ static void test_changes_in_layers(void)
 	long cookie = -1;
 
 	/* mid-stream: 10,000 entries, a lower layer changes after 100 of them */
-	mk("l0/big"); mk("l1/big");
+	mk("l0/big");
+	mk("l1/big");
 	for (i = 0; i < 10000; i++) {
 		snprintf(name, sizeof name, "l%d/big/e%05d", i % 2, i);
 		put(name, "");
@@ -262,22 +331,36 @@ static void test_changes_in_layers(void)
 	}
 	lu_close(u);
 	/* a layer that had no directory there gets one */
-	mk("l0/w"); put("l0/w/a", "a"); mk("l2/w"); put("l2/w/b", "b");
+	mk("l0/w");
+	put("l0/w/a", "a");
+	mk("l2/w");
+	put("l2/w/b", "b");
 	expect_stale("/w", 1, ch_newdir, "directory appears in a layer that did not contribute");
 	/* the whiteout that stopped the merge goes */
-	mk("l0/s"); put("l0/s/a", "a"); wh("l1/s"); mk("l2/s"); put("l2/s/b", "b");
+	mk("l0/s");
+	put("l0/s/a", "a");
+	wh("l1/s");
+	mk("l2/s");
+	put("l2/s/b", "b");
 	expect_stale("/s", 1, ch_unwhite, "whiteout below a directory removed");
 	/* a contributing directory renamed away and another put in its place */
-	mk("l0/r"); put("l0/r/a", "a"); mk("l1/r"); put("l1/r/b", "b");
+	mk("l0/r");
+	put("l0/r/a", "a");
+	mk("l1/r");
+	put("l1/r/b", "b");
 	expect_stale("/r", 1, ch_replace, "contributing directory replaced");
 	/* an overlay xattr set on a contributing directory */
-	mk("l0/o"); put("l0/o/a", "a"); mk("l1/o"); put("l1/o/b", "b");
+	mk("l0/o");
+	put("l0/o/a", "a");
+	mk("l1/o");
+	put("l1/o/b", "b");
 	expect_stale("/o", 1, ch_opaque, "contributing directory made opaque");
 	/* no false alarm: changes in directories that play no part */
 	mk("l1/other");
 	if ((u = stack(3, LU_NS_TRUSTED)) && (d = lu_opendir(u, "/w"))) {
 		n = read_all(d, 1, ch_elsewhere, NULL, &err, &saw);
-		CHECK(err == 0 && !lu_dir_changed(d) && n == 3, "unrelated change not reported (n=%d errno=%d)", n, err);
+		CHECK(err == 0 && !lu_dir_changed(d) && n == 3, "unrelated change not reported (n=%d errno=%d)", n,
+		      err);
 		lu_closedir(d);
 	}
 	lu_close(u);
@@ -310,7 +393,11 @@ static void test_memory(void)
 	char name[64];
 	int i;
 
-	mk("l0/m"); mk("l0/m/small"); mk("l1/m"); mk("l1/m/huge"); mk("l1/m/small");
+	mk("l0/m");
+	mk("l0/m/small");
+	mk("l1/m");
+	mk("l1/m/huge");
+	mk("l1/m/small");
 	for (i = 0; i < 10; i++) {
 		snprintf(name, sizeof name, "l%d/m/small/s%d", i % 2, i);
 		put(name, "");

@@ -11,6 +11,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+
 #include "union-list.h"
 
 struct rec {
@@ -41,8 +42,8 @@ static void esc(char *o, size_t sz, const char *s, size_t len)
 	o[k] = '\0';
 }
 
-static int add_rec(struct recs *rs, const char *path, const char *body,
-		   const struct stat *st, uint64_t dev, uint64_t ino)
+static int add_rec(struct recs *rs, const char *path, const char *body, const struct stat *st, uint64_t dev,
+		   uint64_t ino)
 {
 	if (rs->n == rs->cap) {
 		size_t nc = rs->cap ? rs->cap * 2 : 64;
@@ -73,10 +74,15 @@ static int describe(struct recs *rs, const char *real, const struct stat *st, ch
 	const char *nm;
 	int fd;
 
-	k = (size_t)snprintf(b, sz, "%c %04o %u:%u", S_ISDIR(st->st_mode) ? 'd' : S_ISREG(st->st_mode) ? 'f' :
-			     S_ISLNK(st->st_mode) ? 'l' : S_ISCHR(st->st_mode) ? 'c' : S_ISBLK(st->st_mode) ? 'b' :
-			     S_ISFIFO(st->st_mode) ? 'p' : 's', (unsigned)(st->st_mode & 07777),
-			     (unsigned)st->st_uid, (unsigned)st->st_gid);
+	k = (size_t)snprintf(b, sz, "%c %04o %u:%u",
+			     S_ISDIR(st->st_mode)  ? 'd' :
+			     S_ISREG(st->st_mode)  ? 'f' :
+			     S_ISLNK(st->st_mode)  ? 'l' :
+			     S_ISCHR(st->st_mode)  ? 'c' :
+			     S_ISBLK(st->st_mode)  ? 'b' :
+			     S_ISFIFO(st->st_mode) ? 'p' :
+						     's',
+			     (unsigned)(st->st_mode & 07777), (unsigned)st->st_uid, (unsigned)st->st_gid);
 	if (!(rs->flags & LIST_NO_MTIME) && !S_ISLNK(st->st_mode))
 		k += (size_t)snprintf(b + k, sz - k, " t=%lld.%09ld", (long long)st->st_mtim.tv_sec,
 				      st->st_mtim.tv_nsec);
@@ -114,7 +120,9 @@ static int describe(struct recs *rs, const char *real, const struct stat *st, ch
 			names[nn++] = (char *)nm;
 	for (int i = 1; i < nn; i++)
 		for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-			char *t = names[j]; names[j] = names[j - 1]; names[j - 1] = t;
+			char *t = names[j];
+			names[j] = names[j - 1];
+			names[j - 1] = t;
 		}
 	for (int i = 0; i < nn; i++) {
 		vl = lgetxattr(real, names[i], v, sizeof v);
@@ -174,21 +182,20 @@ static int walk_union(struct recs *rs, struct lu_union *u, const struct lu_node 
 	while ((e = lu_readdir(d))) {
 		snprintf(np, sizeof np, "%s/%s", rel, e->name);
 		if ((r = lu_lookup_child(u, dir, e->name, &n)) == -ENOENT) {
-			r = 0;   /* listed but looked up as a whiteout, as the kernel does */
+			r = 0; /* listed but looked up as a whiteout, as the kernel does */
 			continue;
 		}
 		if (r < 0)
 			break;
 		/* the same entry looked up by its whole path, as lu_stat callers do */
 		struct stat ps;
-		int same = lu_stat(u, np, &ps) == 0 && ps.st_ino == n.st.st_ino &&
-			   ps.st_dev == n.st.st_dev && ps.st_mode == n.st.st_mode;
+		int same = lu_stat(u, np, &ps) == 0 && ps.st_ino == n.st.st_ino && ps.st_dev == n.st.st_dev &&
+			   ps.st_mode == n.st.st_mode;
 		if ((r = lu_real_path(u, n.layer, n.rel, rp, sizeof rp)) == 0 &&
 		    (r = describe(rs, rp, &n.st, body, sizeof body)) == 0) {
 			if (!same)
 				strncat(body, " lu_stat-by-path-differs", sizeof body - strlen(body) - 1);
-			if ((r = add_rec(rs, np, body, &n.st, n.st.st_dev, n.st.st_ino)) == 0 &&
-			    S_ISDIR(n.st.st_mode))
+			if ((r = add_rec(rs, np, body, &n.st, n.st.st_dev, n.st.st_ino)) == 0 && S_ISDIR(n.st.st_mode))
 				r = walk_union(rs, u, &n, np);
 		}
 		lu_node_free(&n);
@@ -232,7 +239,7 @@ static int finish(struct recs *rs, struct listing *out)
 
 	if (!by || !grp)
 		return -ENOMEM;
-	if (rs->n)   /* an empty tree (a minimised stack) has no array at all */
+	if (rs->n) /* an empty tree (a minimised stack) has no array at all */
 		qsort(rs->r, rs->n, sizeof *rs->r, cmp_path);
 	for (i = 0; i < rs->n; i++)
 		by[i] = &rs->r[i];
@@ -250,10 +257,10 @@ static int finish(struct recs *rs, struct listing *out)
 		return -ENOMEM;
 	for (i = 0; i < rs->n; i++) {
 		esc(ep, sizeof ep, rs->r[i].path, strlen(rs->r[i].path));
+		eg[0] = '\0';
 		if (grp[i])
 			esc(eg, sizeof eg, grp[i], strlen(grp[i]));
-		if (asprintf(&out->line[out->n], "%s %s%s%s", ep, rs->r[i].body,
-			     grp[i] ? " =" : "", grp[i] ? eg : "") < 0)
+		if (asprintf(&out->line[out->n], "%s %s%s%s", ep, rs->r[i].body, grp[i] ? " =" : "", eg) < 0)
 			return -ENOMEM;
 		out->n++;
 	}
@@ -270,7 +277,7 @@ static int finish(struct recs *rs, struct listing *out)
 
 int list_real(const char *root, unsigned ns, int flags, struct listing *out)
 {
-	struct recs rs = { 0 };
+	struct recs rs = {0};
 	int r;
 
 	rs.ns = ns;
@@ -282,7 +289,7 @@ int list_real(const char *root, unsigned ns, int flags, struct listing *out)
 
 int list_union(struct lu_union *u, int flags, struct listing *out)
 {
-	struct recs rs = { 0 };
+	struct recs rs = {0};
 	struct lu_node root;
 	int r;
 

@@ -5,6 +5,7 @@
 #ifndef UNION_LIST_H
 #define UNION_LIST_H
 #include <stddef.h>
+
 #include "union.h"
 
 struct listing {
@@ -12,7 +13,7 @@ struct listing {
 	size_t n, cap;
 };
 
-#define LIST_NO_MTIME 1      /* leave mtimes out (kernel vs library both keep them) */
+#define LIST_NO_MTIME 1 /* leave mtimes out (kernel vs library both keep them) */
 
 /* Both return 0 or -errno; xattrs named overlay-private for NS are left out. */
 int list_real(const char *root, unsigned ns, int flags, struct listing *out);

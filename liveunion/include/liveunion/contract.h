@@ -5,6 +5,8 @@
 #ifndef LIVEUNION_CONTRACT_H
 #define LIVEUNION_CONTRACT_H
 
+#include <stddef.h>
+
 /* /run/live in the live system. The names under it are relative: the init's host tests run it
  * under another root. */
 #define LIVE_RUN "/run/live"
@@ -45,6 +47,20 @@ static inline int layer_name_char(int c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 	       c == '+' || c == '-';
+}
+
+/* Whether the n bytes at s are a layer's stem NN-name (its file name without LAYER_SUFFIX): NN- and a name
+ * of one or more layer_name_char. */
+static inline int layer_stem_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n < 4 || layer_nn(s) < 0)
+		return 0;
+	for (i = 3; i < n; i++)
+		if (!layer_name_char((unsigned char)s[i]))
+			return 0;
+	return 1;
 }
 
 /* Keys of the plan (LIVE_RUN "/" LIVE_PLAN) that programs other than the init read. */
