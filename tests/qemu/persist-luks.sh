@@ -37,8 +37,7 @@ require reboot vm_send reboot
 require asked-again unlock '/dev/sd[a-z]3 ' "$pass"
 require login-again vm_login
 check four-changes-kept four_kept "$tag"
-check marker-kept vm_run "head -n 1 /home/marker"
-check marker-content out_is "$marker"
+check marker-content vm_fact "head -n 1 /home/marker" "$marker"
 check poweroff vm_poweroff
 check rcK-said-clean log_has 'liveunion rcK: persistence store clean'
 check marker-not-in-the-raw-image fails grep -aqF "$marker" "$img"
@@ -75,8 +74,7 @@ require other-starts vm_start persist-luks-other stick-bios "$img" --direct \
 	-drive "file=$PDIR/other.img,if=virtio,format=raw"
 require other-asked-for-the-stick unlock '/dev/sd[a-z]3 ' "$pass"
 require other-login vm_login
-check other-disk-seen vm_run 'test -b /dev/vda && echo seen'
-check other-disk-there out_is seen
+check other-disk-there vm_fact 'test -b /dev/vda && echo seen' seen
 check asked-once-only prompts_are 1
 check never-asked-for-vda log_lacks "$PROMPT/dev/vda"
 check other-poweroff vm_poweroff
@@ -86,8 +84,7 @@ check other-disk-unchanged test "$(sha256sum <"$PDIR/other.img")" = "$osum"
 require cut-starts vm_start persist-luks-cut stick-bios "$img" --direct
 require cut-asked unlock '/dev/sd[a-z]3 ' "$pass"
 require cut-login vm_login
-check cut-synced-write vm_run "echo synced-$tag >/home/synced && sync && echo synced"
-check cut-wrote out_is synced
+check cut-wrote vm_fact "echo synced-$tag >/home/synced && sync && echo synced" synced
 vm_powercut
 require cut-again-starts vm_start persist-luks-cut2 stick-bios "$img" --direct
 require cut-again-asked unlock '/dev/sd[a-z]3 ' "$pass"

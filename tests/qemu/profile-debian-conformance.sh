@@ -16,26 +16,6 @@ debian_conformance_iso() {
 		ISO_BASE_LAYER=$OUT/profiles/debian/10-base.squashfs \
 			"$TOP/build.sh" iso-with "$iso" "$OUT/tests/90-conformance.squashfs" >&2
 }
-# shellcheck disable=SC2317 # these predicates run through check
-suite_passed() { # every check passed, and enough of them ran for the run to mean something
-	local s p f
-	s=$(printf '%s\n' "$VM_OUT" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1)
-	[ -n "$s" ] || { vm_note "no 'N passed, N failed' line from unionconf"; return 1; }
-	p=${s%% passed*} f=${s#*passed, } f=${f%% failed}
-	vm_note "unionconf: $s"
-	[ "$f" -eq 0 ] && [ "$p" -ge 90 ]
-}
-# shellcheck disable=SC2317
-only_documented_limits() {
-	local n bad=0
-	while read -r n; do
-		case " $CONFORMANCE_KNOWN_LIMITS " in
-		*" $n "*) vm_note "known limit (README.md): $n" ;;
-		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
-		esac
-	done < <(printf '%s\n' "$VM_OUT" | sed -n 's/^known-limit \([^:]*\):.*/\1/p')
-	return "$bad"
-}
 
 require test-iso-built debian_conformance_iso
 require qemu-starts vm_start profile-debian-conformance cd-bios "$iso"
@@ -49,11 +29,11 @@ rc=$?
 printf '%s\n' "$VM_OUT" >"$OUT/tests/qemu/profile-debian-conformance.unionconf.log"
 printf '%s\n' "$VM_OUT" | grep -E '^(FAIL|known-limit) ' | sed 's/^/# guest: /' >&2
 check unionconf-exit-0 test "$rc" -eq 0
-check unionconf-0-failed suite_passed
+check unionconf-0-failed conformance_passed
 check readdir-20000-entries-once out_has '^ok readdir.big-once$'
 check namemax-patched out_has '^ok namemax.reported$'
 check one-st_dev out_has '^ok stdev.one-st_dev$'
 check mv-of-lower-dir-works out_has '^ok rename.dir-mv$'
-check only-documented-known-limits only_documented_limits
+check only-documented-known-limits conformance_only_documented_limits
 vm_stop
 finish

@@ -4,30 +4,6 @@ VM_TIMEOUT=${VM_TIMEOUT:-420}
 # shellcheck source=tests/qemu/lib/iso.bash
 . "$(dirname "$0")/lib/iso.bash"
 
-
-# shellcheck disable=SC2317 # these predicates run through check
-summary_line() { printf '%s\n' "$VM_OUT" | grep -E '^[0-9]+ passed, [0-9]+ failed$' | tail -n 1; }
-# shellcheck disable=SC2317
-suite_passed() { # every check passed, and enough of them ran for the run to mean something
-	local s p f
-	s=$(summary_line)
-	[ -n "$s" ] || { vm_note "no 'N passed, N failed' line from unionconf"; return 1; }
-	p=${s%% passed*} f=${s#*passed, } f=${f%% failed}
-	vm_note "unionconf: $s"
-	[ "$f" -eq 0 ] && [ "$p" -ge 90 ]
-}
-# shellcheck disable=SC2317
-only_documented_limits() {
-	local n bad=0
-	while read -r n; do
-		case " $CONFORMANCE_KNOWN_LIMITS " in
-		*" $n "*) vm_note "known limit (README.md): $n" ;;
-		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
-		esac
-	done < <(printf '%s\n' "$VM_OUT" | sed -n 's/^known-limit \([^:]*\):.*/\1/p')
-	return "$bad"
-}
-
 require test-iso-built conformance_iso
 require qemu-starts vm_start unionfs-conformance cd-bios "$CONFORMANCE_ISO"
 require login vm_login
@@ -39,8 +15,7 @@ check root-has-index-on out_has '^[^ ]+ / overlay .*[,]index=on'
 check root-has-redirect_dir-on out_has '^[^ ]+ / overlay .*[,]redirect_dir=on'
 check no-null-uuid-fallback fails vm_run "dmesg | grep -i 'uuid detected'"
 check test-layer-stacked vm_run "grep ' /run/live/layers/90-conformance squashfs ro' /proc/mounts"
-check three-squashfs-layers vm_run "grep -c ' /run/live/layers/[^ ]* squashfs ro' /proc/mounts"
-check three-squashfs-layers-is-3 out_is 3
+check three-squashfs-layers-is-3 vm_fact "grep -c ' /run/live/layers/[^ ]* squashfs ro' /proc/mounts" 3
 check unionconf-is-in-the-union vm_run 'test -x /usr/lib/liveunion/unionconf && test -d /srv/unionconf'
 
 t0=$(now_ms)
@@ -51,7 +26,7 @@ printf '%s\n' "$VM_OUT" >"$OUT/tests/qemu/unionfs-conformance.unionconf.log"
 vm_note "unionconf ran $(((t1 - t0) / 1000)).$(((t1 - t0) % 1000 / 100))s in the guest; its output: $OUT/tests/qemu/unionfs-conformance.unionconf.log"
 printf '%s\n' "$VM_OUT" | grep -E '^(FAIL|known-limit) |^# (big|union mount)' | sed 's/^/# guest: /' >&2
 check unionconf-exit-0 test "$rc" -eq 0
-check unionconf-0-failed suite_passed
+check unionconf-0-failed conformance_passed
 check readdir-20000-entries-once out_has '^ok readdir.big-once$'
 check readdir-seekdir-20000 out_has '^ok readdir.seekdir$'
 check readdir-concurrent out_has '^ok readdir.concurrent$'
@@ -72,6 +47,6 @@ check rename-merged-dir out_has '^ok rename.dir-merged$'
 check rename-merged-dir-across-parents out_has '^ok rename.dir-merged-across$'
 # kernel/patches/0002: every call on a missing 256-byte name fails ENAMETOOLONG
 check missing-256-all-11-calls-pass test "$(printf '%s\n' "$VM_OUT" | grep -c '^ok namemax.missing-256\.')" -eq 11
-check only-documented-known-limits only_documented_limits
+check only-documented-known-limits conformance_only_documented_limits
 vm_stop
 finish

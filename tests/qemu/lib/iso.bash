@@ -41,5 +41,26 @@ conformance_iso() {
 }
 # The overlayfs limits README.md (Tests) documents for the init's options with a tmpfs upper (index=on,
 # redirect_dir=on, kernel/patches/0002 and 0003): the conformance scenarios fail on any other known-limit line.
-# shellcheck disable=SC2034 # read by unionfs-conformance.sh and profile-debian-conformance.sh
 CONFORMANCE_KNOWN_LIMITS='mmap.shared-lower-then-write namemax.lower-256-remove'
+# After `vm_run unionconf -v` (both conformance scenarios): conformance_passed: every check passed, and enough of
+# them ran for the run to mean something; conformance_only_documented_limits: no known-limit line but those above.
+# shellcheck disable=SC2317 # these predicates run through check
+conformance_passed() {
+	local s p f
+	s=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' <<<"$VM_OUT" | tail -n 1)
+	[ -n "$s" ] || { vm_note "no 'N passed, N failed' line from unionconf"; return 1; }
+	p=${s%% passed*} f=${s#*passed, } f=${f%% failed}
+	vm_note "unionconf: $s"
+	[ "$f" -eq 0 ] && [ "$p" -ge 90 ]
+}
+# shellcheck disable=SC2317
+conformance_only_documented_limits() {
+	local n bad=0
+	while read -r n; do
+		case " $CONFORMANCE_KNOWN_LIMITS " in
+		*" $n "*) vm_note "known limit (README.md): $n" ;;
+		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
+		esac
+	done < <(sed -n 's/^known-limit \([^:]*\):.*/\1/p' <<<"$VM_OUT")
+	return "$bad"
+}
