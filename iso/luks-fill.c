@@ -137,27 +137,30 @@ int main(int argc, char **argv)
 	}
 	if (!(ctx = EVP_CIPHER_CTX_new()))
 		return die("openssl", "no cipher context");
+	/* the container side is at offset; -d reads it, without -d it is written */
+	int src = dec ? cfd : pfd, dst = dec ? pfd : cfd;
+	off_t src_at = dec ? (off_t)offset : 0, dst_at = dec ? 0 : (off_t)offset;
+	const char *src_name = dec ? cont : plain, *dst_name = dec ? plain : cont;
+
 	for (at = 0; (unsigned long long)at < bytes; at += CHUNK) {
 		size_t n = (size_t)(bytes - (unsigned long long)at < CHUNK ? bytes - (unsigned long long)at : CHUNK);
-		int src = dec ? cfd : pfd, dst = dec ? pfd : cfd;
-		off_t from = dec ? (off_t)offset + at : at, to = dec ? at : (off_t)offset + at;
 
-		if (read_all(src, in, n, from) != 0) {
-			rc = die(dec ? cont : plain, "read failed");
+		if (read_all(src, in, n, src_at + at) != 0) {
+			rc = die(src_name, "read failed");
 			break;
 		}
 		if (xts(ctx, !dec, key, (unsigned long long)at / SECTOR, in, out, n) != 0) {
 			rc = die("openssl", dec ? "AES-XTS decryption failed" : "AES-XTS encryption failed");
 			break;
 		}
-		if (write_all(dst, out, n, to) != 0) {
-			rc = die(dec ? plain : cont, "write failed");
+		if (write_all(dst, out, n, dst_at + at) != 0) {
+			rc = die(dst_name, "write failed");
 			break;
 		}
 	}
 	EVP_CIPHER_CTX_free(ctx);
 	memset(key, 0, sizeof(key));
-	if (close(dec ? cfd : pfd) != 0 || fsync(dec ? pfd : cfd) != 0 || close(dec ? pfd : cfd) != 0)
-		rc = rc ? rc : die(dec ? plain : cont, strerror(errno));
+	if (close(src) != 0 || fsync(dst) != 0 || close(dst) != 0)
+		rc = rc ? rc : die(dst_name, strerror(errno));
 	return rc;
 }
