@@ -16,6 +16,12 @@ ISO_VERIFY_MAX=1800
 # pays it; 2 s is enough to press a key (which stops the countdown in both menus) to reach toram or the rescue
 # shell, and costs little. 0 boots at once (GRUB: timeout=0; isolinux, where 0 means "wait for ever": 0.1 s).
 ISO_MENU_TIMEOUT=${ISO_MENU_TIMEOUT:-2}
+# How long usb-storage lets a new USB disk settle before it probes it (a build setting, ISO_USB_DELAY=, on both
+# menus' command lines as usb_storage.delay_use=; the tiny kernel has the driver built in, the pc flavour's init
+# passes it to the module as modprobe would). The kernel's default, 1 s, is a second of every USB boot spent
+# waiting (bench/boot, bios-usb); 100 ms keeps a little settle time for slow devices (0 would keep none). A stick
+# that needs the old delay: usb_storage.delay_use=1 at the boot menu (the last word wins), or ISO_USB_DELAY=1.
+ISO_USB_DELAY=${ISO_USB_DELAY:-100ms}
 # The kernel flavour (tiny: out/kernel/bzImage + out/initramfs.img; pc: kernel/pc.sh + initramfs/pc.sh), named in both menus.
 ISO_FLAVOUR=${ISO_FLAVOUR:-tiny}
 ISO_KERNEL=${ISO_KERNEL:-}
@@ -143,6 +149,10 @@ stage_iso() {
 # (another path, work directory and stamp) from the same outputs without running any stage again.
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
 iso_assemble() {
+	case "$ISO_USB_DELAY" in
+	[0-9] | [0-9][0-9] | [0-9]ms | [0-9][0-9]ms | [0-9][0-9][0-9]ms | [0-9][0-9][0-9][0-9]ms) ;;
+	*) die "ISO_USB_DELAY=$ISO_USB_DELAY: give seconds (0-99) or milliseconds (e.g. 100ms, at most 9999ms)" ;;
+	esac
 	case "$ISO_MENU_TIMEOUT" in
 	'' | *[!0-9]*) die "ISO_MENU_TIMEOUT=$ISO_MENU_TIMEOUT: give whole seconds (0 boots the default entry at once)" ;;
 	esac
@@ -166,7 +176,7 @@ iso_assemble() {
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
 	sb_keys # sets SB_*_PEM/DER here (the hash below runs sb_fingerprint in a subshell)
-	h=$(printf 'verity=%s menu=%s uki=%s sb=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT" "$ISO_UKI" \
+	h=$(printf 'verity=%s menu=%s uki=%s sb=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT usb=$ISO_USB_DELAY" "$ISO_UKI" \
 		"$(sb_fingerprint) ${SB_DEBS[*]}" "$(hash_of "$kernel" "$initramfs" \
 		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then
@@ -175,7 +185,7 @@ iso_assemble() {
 	fi
 	uuid=$(iso_uuid "$h")
 	grubuuid="${uuid:0:4}-${uuid:4:2}-${uuid:6:2}-${uuid:8:2}-${uuid:10:2}-${uuid:12:2}-${uuid:14:2}"
-	cmdline="live.medium=UUID=$uuid${extra:+ $extra} console=tty0 console=ttyS0,115200n8"
+	cmdline="live.medium=UUID=$uuid${extra:+ $extra} usb_storage.delay_use=$ISO_USB_DELAY console=tty0 console=ttyS0,115200n8"
 	t=$w/tree
 	rm -rf "$w"
 	mkdir -p "$t/boot/grub" "$t/isolinux" "$t/live" "$w/esp"

@@ -221,7 +221,7 @@ int main(int argc, char **argv)
 	if (p.adjusted[0])
 		msg("%s", p.adjusted);
 	log_debug_enable(p.debug);
-	modload_start();
+	modload_start(cmdline_text);
 	text_fmt(p.kernel, sizeof(p.kernel), "%s", modload_flavour());
 	text_fmt(p.kernel_overlay, sizeof(p.kernel_overlay), "%s", modload_overlay());
 	argv[0] = p.init;

@@ -29,6 +29,61 @@ int mod_compressed(const char *path)
 	       (n > 6 && strcmp(path + n - 6, ".ko.gz") == 0);
 }
 
+/* Whether the n bytes at a name module, '-' and '_' alike (as modprobe compares them). */
+static int same_module(const char *a, size_t n, const char *module)
+{
+	size_t i;
+
+	for (i = 0; i < n && module[i]; i++) {
+		char x = a[i] == '-' ? '_' : a[i], y = module[i] == '-' ? '_' : module[i];
+
+		if (x != y)
+			return 0;
+	}
+	return i == n && !module[i];
+}
+
+int mod_options(const char *cmdline, const char *module, char *out, size_t len)
+{
+	const char *p = cmdline;
+	size_t used = 0;
+	int fits = 1;
+
+	if (len)
+		out[0] = '\0';
+	for (;;) {
+		const char *tok, *dot, *end;
+		int quoted = 0;
+
+		while (*p == ' ' || *p == '\t' || *p == '\n')
+			p++;
+		if (!*p)
+			break;
+		for (tok = p; *p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n')); p++)
+			if (*p == '"')
+				quoted = !quoted;
+		end = p;
+		if (end - tok == 2 && tok[0] == '-' && tok[1] == '-')
+			break; /* the rest is for the live root's init */
+		dot = memchr(tok, '.', (size_t)(end - tok));
+		/* module.param[=value]: the dot comes before any '=', the parameter is not empty */
+		if (!dot || dot == tok || dot + 1 == end || dot[1] == '=' || memchr(tok, '=', (size_t)(dot - tok)) ||
+		    !same_module(tok, (size_t)(dot - tok), module))
+			continue;
+		dot++;
+		if (used + (used ? 1 : 0) + (size_t)(end - dot) + 1 > len) {
+			fits = 0;
+			continue;
+		}
+		if (used)
+			out[used++] = ' ';
+		memcpy(out + used, dot, (size_t)(end - dot));
+		used += (size_t)(end - dot);
+		out[used] = '\0';
+	}
+	return fits ? 0 : -1;
+}
+
 static int count_lines(const char *t)
 {
 	int n = 1;

@@ -41,4 +41,9 @@ int mod_match(const struct mod_index *ix, const char *modalias, int out[], int m
 int mod_load_order(const struct mod_index *ix, int m, int out[], int max);
 /* Whether a path names a compressed module the kernel must decompress (MODULE_INIT_COMPRESSED_FILE). */
 int mod_compressed(const char *path);
+/* The options the kernel command line gives module (its module.param[=value] words, '-' and '_' alike, up to
+ * "--"), as finit_module takes them: "param=value param2" in out, in command-line order (the kernel keeps the
+ * last of a repeated one). modprobe does the same from /proc/cmdline; the kernel applies such words itself only
+ * to built-in code. 0, or -1 when some did not fit in len (those are left out). */
+int mod_options(const char *cmdline, const char *module, char *out, size_t len);
 #endif

@@ -34,6 +34,7 @@ static int *fail_errno_of;
 static int active, nl = -1;
 static char moddir[300];
 static char overlay_what[200] = "built-in";
+static const char *cmdline = "";
 
 const char *modload_flavour(void)
 {
@@ -88,14 +89,22 @@ static char *slurp(const char *path)
 	return buf;
 }
 
-/* finit_module on a file; 0 or an errno (EEXIST counts as loaded). */
-static int finit_path(const char *path, int flags)
+/* finit_module on a file, with the options the command line gives module name; 0 or an errno (EEXIST counts
+ * as loaded). */
+static int finit_path(const char *path, const char *name, int flags)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+	char opts[512];
+	int fd, e = 0;
 
+	if (mod_options(cmdline, name, opts, sizeof(opts)) != 0)
+		msg("module %s: its options on the command line are longer than %zu bytes; those past it are left out",
+		    name, sizeof(opts) - 1);
+	if (opts[0])
+		dbg("module %s: options from the command line: %s", name, opts);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
-	if (syscall(SYS_finit_module, fd, "", flags) != 0 && errno != EEXIST)
+	if (syscall(SYS_finit_module, fd, opts, flags) != 0 && errno != EEXIST)
 		e = errno;
 	if (close(fd) != 0 && e == 0)
 		e = errno;
@@ -124,7 +133,8 @@ static int load(int m, const char *why)
 		if (snprintf(path, sizeof(path), "%s/%s", moddir, ix.entry[k].path) >= (int)sizeof(path)) {
 			e = ENAMETOOLONG;
 		} else {
-			e = finit_path(path, mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
+			e = finit_path(path, ix.entry[k].name,
+					mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
 		}
 		if (e != 0) {
 			msg("module %s (for %s) failed to load: %s; the boot goes on without it", ix.entry[k].name, why,
@@ -287,7 +297,7 @@ static void load_ours(const char *name, const char *fs, const char *ours, const 
 		what = dummy;
 		wlen = sizeof(dummy);
 	}
-	e = finit_path(ours, 0);
+	e = finit_path(ours, name, 0);
 	if (e == 0) {
 		snprintf(what, wlen, "ours (%s)", ours);
 		msg("%s: loaded our %s.ko (%s, with kernel/patches)", fs, name, ours);
@@ -332,7 +342,7 @@ static void preload(void)
 	free(list);
 }
 
-void modload_start(void)
+void modload_start(const char *kernel_cmdline)
 {
 	struct utsname u;
 	char path[400], err[200];
@@ -360,6 +370,7 @@ void modload_start(void)
 		return;
 	}
 	active = 1;
+	cmdline = kernel_cmdline;
 	msg("modules: %d in the initramfs for kernel %s, %d aliases", ix.nentry, u.release, ix.nalias);
 	uevent_open();
 	load_ours("overlay", "overlayfs", OUR_OVERLAY, "NAME_MAX on / is 256, not 255", overlay_what,

@@ -6,8 +6,10 @@
  * On a kernel with everything built in (tiny) there is no such directory and all of this does nothing. */
 
 /* Reads the index, opens the uevent socket, loads the overlay module (ours, else the kernel's with a
- * warning), then coldplugs every device under /sys/devices. Failures are reported and the boot goes on. */
-void modload_start(void);
+ * warning), then coldplugs every device under /sys/devices. Failures are reported and the boot goes on.
+ * Each module gets the options kernel_cmdline gives it (module.param=value, as modprobe would pass them);
+ * the text must stay valid for later modload_poll calls. */
+void modload_start(const char *kernel_cmdline);
 /* Devices announced since the last call (uevents): their modules are loaded. Never blocks. */
 void modload_poll(void);
 /* After "medium not found": the devices on the buses that lead to a disk that no driver took, and why. */

@@ -49,6 +49,8 @@ check hda-card vm_run 'cat /proc/asound/cards'
 check hda-listed out_has 'HDA-Intel'
 check usb-stick-on-ehci vm_run 'for i in $(seq 30); do ls /dev/disk/by-id/ 2>/dev/null | grep -q usb- && break; sleep 1; done; ls /dev/disk/by-id/'
 check usb-stick-seen out_has '^usb-'
+# usb-storage is a module here: the init gave it the menu's usb_storage.delay_use= (ISO_USB_DELAY), as modprobe would
+check usb-settle-delay-from-menu vm_fact 'cat /sys/module/usb_storage/parameters/delay_use' 100ms
 check nvme-seen vm_fact 'test -b /dev/nvme0n1 && echo yes' yes
 check sd-seen vm_fact 'test -b /dev/mmcblk0 && echo yes' yes
 check two-addresses vm_fact 'for i in $(seq 60); do [ "$(ip -4 -o addr show scope global | grep -c "inet 10\.0\.2\.15/")" -ge 2 ] && break; sleep 1; done; ip -4 -o addr show scope global | grep -c "inet 10\.0\.2\.15/"' 2
@@ -99,12 +101,16 @@ for m in usb nvme sd; do
 	nvme) bus=(-device nvme,serial=liveunion,drive=m) want='nvme0n1' ;;
 	sd) bus=(-device sdhci-pci -device sd-card,drive=m) want='mmcblk0' ;;
 	esac
+	# on the stick, a user's own delay after the menu's (other spelling): both reach the module, the last counts
+	extra=
+	[ $m != usb ] || extra=' live.debug usb-storage.delay_use=250ms'
 	require "$m-qemu-starts" vm_start "pc-hardware-$m" kernel "" -kernel "$OUT/pc/vmlinuz" -initrd "$OUT/pc/initramfs.img" \
-		-append "$cmdline" -drive "if=none,id=m,format=raw,file=$disks/medium.img,snapshot=on" "${bus[@]}"
+		-append "$cmdline$extra" -drive "if=none,id=m,format=raw,file=$disks/medium.img,snapshot=on" "${bus[@]}"
 	require "$m-hand-over" vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
 	check "$m-medium-found-on-it" log_has "^liveunion: medium UUID=[0-9]+ found on /dev/${want}p?[0-9]* "
 	check "$m-layers-verified" log_has '^liveunion: stack, bottom to top \([0-9]+ layer\(s\), dm-verity\)'
 	check "$m-no-module-failed" log_lacks 'liveunion: module [^ ]+ \(for .*\) failed to load'
+	[ $m != usb ] || check usb-module-gets-both-delays log_has '^liveunion: module usb_storage: options from the command line: delay_use=100ms delay_use=250ms$'
 	vm_stop
 done
 

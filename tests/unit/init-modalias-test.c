@@ -1,5 +1,6 @@
 /* Unit tests: modalias matching and module load order (initramfs/init/modalias.c). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "init-test.h"
 #include "modalias.h"
@@ -133,9 +134,30 @@ static void test_bad(void)
 	mod_index_free(&ix);
 }
 
+static void test_options(void)
+{
+	char o[64];
+	const char *line = "BOOT_IMAGE=/boot/bzImage usb_storage.delay_use=100ms live.medium=UUID=1 "
+			   "usb-storage.quirks=0781:5580:u i915.modeset=0 usb_storage.delay_use=0 usb_storagex.a=1 "
+			   "usb_storage. .x=1 usb_storage.=1 a=b.c usb_storage.msg=\"a b\" -- usb_storage.after=1";
+
+	CHECK(mod_options(line, "usb_storage", o, sizeof(o)) == 0, "options fit");
+	CHECK(strcmp(o, "delay_use=100ms quirks=0781:5580:u delay_use=0 msg=\"a b\"") == 0,
+	      "usb_storage's words, either spelling, in order, quoted value kept, none after --: '%s'", o);
+	CHECK(mod_options(line, "usb-storage", o, sizeof(o)) == 0 && strncmp(o, "delay_use=100ms", 15) == 0,
+	      "the module asked for by its other spelling");
+	CHECK(mod_options(line, "i915", o, sizeof(o)) == 0 && strcmp(o, "modeset=0") == 0, "another module: '%s'", o);
+	CHECK(mod_options(line, "ahci", o, sizeof(o)) == 0 && o[0] == '\0', "a module the line does not name: none");
+	CHECK(mod_options(line, "usb", o, sizeof(o)) == 0 && o[0] == '\0', "a prefix of a module name is not it");
+	CHECK(mod_options("", "x", o, sizeof(o)) == 0 && o[0] == '\0', "an empty line");
+	CHECK(mod_options("x.a=1 x.bb=22 x.c=3", "x", o, 9) == -1 && strcmp(o, "a=1 c=3") == 0,
+	      "what does not fit is left out, the rest kept: '%s'", o);
+}
+
 int main(void)
 {
 	test_names();
+	test_options();
 	test_match();
 	test_order();
 	test_bad();

@@ -26,6 +26,8 @@ boot_scenario() {
 	cd-*) check medium-is-the-cd out_has '^/dev/sr[0-9]+ ' ;;
 	usb-*) check medium-is-the-usb-disk out_has '^/dev/sd[a-z]+[0-9]* ' ;;
 	esac
+	# the menus' usb_storage.delay_use= (ISO_USB_DELAY) in force: not the kernel's 1 s before a stick is probed
+	case "$mode" in usb-*) check usb-settle-delay-from-menu vm_fact 'cat /sys/module/usb_storage/parameters/delay_use' 100ms ;; esac
 	check medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
 	check medium-write-error-is-read-only out_has 'Read-only file system'
 	check medium-has-no-written-file fails vm_run "test -e /run/live/medium/$token"
