@@ -134,7 +134,7 @@ static int load(int m, const char *why)
 			e = ENAMETOOLONG;
 		} else {
 			e = finit_path(path, ix.entry[k].name,
-					mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
+				       mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
 		}
 		if (e != 0) {
 			msg("module %s (for %s) failed to load: %s; the boot goes on without it", ix.entry[k].name, why,
