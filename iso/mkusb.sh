@@ -90,8 +90,8 @@ luks_store() {
 	local f=$1 bytes=$2 off
 	command -v cryptsetup >/dev/null || die "cryptsetup missing (Debian package cryptsetup-bin)"
 	[ -s "$work/passphrase" ] || passphrase
-	gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$work/luks-fill" "$TOP/iso/luks-fill.c" -lcrypto ||
-		die "cannot build iso/luks-fill.c (needs gcc and libssl-dev)"
+	make -s -C "$TOP/iso" O="$work" luks-fill ||
+		die "cannot build iso/luks-fill.c with iso/Makefile (needs make, gcc and libssl-dev)"
 	(umask 077 && head -c 64 /dev/urandom >"$work/volume.key") || die "no volume key"
 	truncate -s $((bytes + LUKS_HEADER)) "$f" || die "cannot make $f"
 	cryptsetup luksFormat --batch-mode --type luks2 --cipher aes-xts-plain64 --key-size 512 --sector-size 512 \

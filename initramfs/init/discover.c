@@ -63,8 +63,8 @@ static int probe_device(const char *dev, const struct medium_want *want, struct 
 }
 
 /* live.iso=: whether dev's filesystem holds the ISO file p->iso_path and it is the wanted medium. 1: yes, the
- * filesystem stays mounted read-only on dir and the ISO is on a loop device (p->device, p->iso_host,
- * p->iso_fstype and id set); 0: no, why in reason, nothing left mounted or attached. */
+ * filesystem stays mounted read-only on dir and the ISO is on a loop device (b->device, b->iso_host,
+ * b->iso_fstype and id set); 0: no, why in reason, nothing left mounted or attached. */
 /* Mount dev's filesystem (one a user keeps files on) read-only on dir: its type, or NULL with why in reason. */
 static const char *mount_files_fs(const char *dev, const char *dir, char *reason, size_t rlen)
 {
@@ -102,8 +102,8 @@ static const char *mount_files_fs(const char *dev, const char *dir, char *reason
 
 /* The devices after the one holding the ISO file that hold a file of the same path too: said, since the store
  * beside the first one is the one used (name order), which may not be the copy the boot loader read. */
-static void iso_also_on(const struct plan *p, const struct seen *seen, int from, int n, const char *devdir,
-			const char *isodir)
+static void iso_also_on(const struct plan *p, const struct boot *b, const struct seen *seen, int from, int n,
+			const char *devdir, const char *isodir)
 {
 	char dir[PATH_LEN + 16], dev[PATH_LEN], file[PATH_LEN * 2 + 16], why[200], also[400] = "";
 	struct stat st;
@@ -128,11 +128,11 @@ static void iso_also_on(const struct plan *p, const struct seen *seen, int from,
 	if (also[0])
 		msg("WARNING: %s is also on %s: the one on %s is used, and persistence looks beside it (the first in "
 		    "name order, maybe not the copy the boot loader read); give the copies different names to choose",
-		    p->iso_path, also, p->iso_host);
+		    p->iso_path, also, b->iso_host);
 }
 
-static int probe_iso_host(struct plan *p, const char *dev, const char *dir, struct iso_id *id, char *reason,
-			  size_t rlen)
+static int probe_iso_host(const struct plan *p, struct boot *b, const char *dev, const char *dir, struct iso_id *id,
+			  char *reason, size_t rlen)
 {
 	char file[PATH_LEN * 2 + 16], loopdev[32], why[200];
 	const char *type;
@@ -155,9 +155,9 @@ static int probe_iso_host(struct plan *p, const char *dev, const char *dir, stru
 		text_fmt(loopdev, sizeof(loopdev), "/dev/loop%d", nr);
 		if (probe_device(loopdev, &p->want, id, why, sizeof(why)) == 1) {
 			iso_fd = lfd;
-			text_fmt(p->device, sizeof(p->device), "%s", loopdev);
-			text_fmt(p->iso_host, sizeof(p->iso_host), "%s", dev);
-			text_fmt(p->iso_fstype, sizeof(p->iso_fstype), "%s", type);
+			text_fmt(b->device, sizeof(b->device), "%s", loopdev);
+			text_fmt(b->iso_host, sizeof(b->iso_host), "%s", dev);
+			text_fmt(b->iso_fstype, sizeof(b->iso_fstype), "%s", type);
 			return 1;
 		}
 		text_fmt(reason, rlen, "%s, holds %s but it is not the wanted medium: %s", type, p->iso_path, why);
@@ -269,8 +269,8 @@ static int partitions_pending(const char *sysblock, const char *devdir, const ch
 }
 
 /* One pass over the block devices; 1 when the medium was found. */
-static int scan_once(struct plan *p, const char *sysblock, const char *devdir, const char *isodir, struct seen *seen,
-		     int *nseen)
+static int scan_once(const struct plan *p, struct boot *b, const char *sysblock, const char *devdir, const char *isodir,
+		     struct seen *seen, int *nseen)
 {
 	static char names[MAX_SEEN][DISK_NAME_LEN];
 	int n = disk_list(sysblock, NULL, isodir ? never_iso_host : idle_virtual, names, MAX_SEEN), i;
@@ -293,9 +293,9 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, c
 			continue;
 		}
 		if (isodir) {
-			if (probe_iso_host(p, dev, isodir, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
-				p->id = id;
-				iso_also_on(p, seen, i + 1, n, devdir, isodir);
+			if (probe_iso_host(p, b, dev, isodir, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
+				b->id = id;
+				iso_also_on(p, b, seen, i + 1, n, devdir, isodir);
 				return 1;
 			}
 		} else if (probe_device(dev, &p->want, &id, seen[i].reason, sizeof(seen[i].reason)) == 1) {
@@ -309,8 +309,8 @@ static int scan_once(struct plan *p, const char *sysblock, const char *devdir, c
 				dbg("%s: %s", seen[i].name, seen[i].reason);
 				continue;
 			}
-			text_fmt(p->device, sizeof(p->device), "%s", dev);
-			p->id = id;
+			text_fmt(b->device, sizeof(b->device), "%s", dev);
+			b->id = id;
 			return 1;
 		}
 		dbg("%s: %s", seen[i].name, seen[i].reason);
@@ -327,7 +327,7 @@ static long long now_ms(void)
 	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
+int discover_medium(const struct plan *p, struct boot *b, const char *sysblock, const char *devdir)
 {
 	static struct seen seen[MAX_SEEN];
 	long long start = now_ms(), deadline = start + (long long)p->timeout * 1000;
@@ -343,25 +343,25 @@ int discover_medium(struct plan *p, const char *sysblock, const char *devdir)
 		discover_done();
 		if (umount(isodir) == 0)
 			msg("unmounted %s left by an earlier try", isodir);
-		p->iso_host[0] = p->iso_fstype[0] = '\0';
+		b->iso_host[0] = b->iso_fstype[0] = '\0';
 		msg("looking for the ISO file %s (medium %s) on every disk's partitions (up to %u s)", p->iso_path,
 		    p->medium_spec, p->timeout);
 	} else {
 		msg("looking for the medium %s (up to %u s)", p->medium_spec, p->timeout);
 	}
 	for (;;) {
-		r = scan_once(p, sysblock, devdir, p->iso_path[0] ? isodir : NULL, seen, &nseen);
+		r = scan_once(p, b, sysblock, devdir, p->iso_path[0] ? isodir : NULL, seen, &nseen);
 		if (r < 0)
 			return -1;
 		if (r == 1 && p->iso_path[0]) {
 			msg("medium %s found: the file %s on %s (%s, mounted read-only on %s) via %s (label %s, UUID %s)",
-			    p->medium_spec, p->iso_path, p->iso_host, p->iso_fstype, isodir, p->device, p->id.label,
-			    p->id.uuid);
+			    p->medium_spec, p->iso_path, b->iso_host, b->iso_fstype, isodir, b->device, b->id.label,
+			    b->id.uuid);
 			return 0;
 		}
 		if (r == 1) {
-			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, p->device, p->id.label,
-			    p->id.uuid);
+			msg("medium %s found on %s (label %s, UUID %s)", p->medium_spec, b->device, b->id.label,
+			    b->id.uuid);
 			return 0;
 		}
 		/* Both bounds: the clock, and the number of rounds in case the clock misbehaves. */

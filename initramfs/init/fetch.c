@@ -88,36 +88,6 @@ int fetch_manifest_parse(const char *text, struct fetch_file *files, int max, ch
 	return n;
 }
 
-int fetch_urls(const char *spec, char urls[][PATH_LEN], int max, char *err, size_t elen)
-{
-	const char *s = spec, *u;
-	size_t len, i;
-	int n = 0;
-
-	while (text_item(&s, ",", &u, &len)) {
-		if (len == 0)
-			continue;
-		if (len < 8 || strncmp(u, "http://", 7) != 0 || u[7] == '/')
-			return text_err(err, elen, "live.fetch: '%.*s' is not an http://HOST/PATH URL", (int)len, u);
-		for (i = 0; i < len; i++)
-			if (!isgraph((unsigned char)u[i]))
-				return text_err(err, elen, "live.fetch: URL '%.*s' holds a blank or control byte",
-						(int)len, u);
-		if (n == max)
-			return text_err(err, elen, "live.fetch: more than %d URLs", max);
-		if (len + 2 > PATH_LEN - 80) /* room for live/NN-name.squashfs */
-			return text_err(err, elen, "live.fetch: URL of %zu bytes is too long", len);
-		memcpy(urls[n], u, len);
-		urls[n][len] = '\0';
-		if (u[len - 1] != '/')
-			memcpy(urls[n] + len, "/", 2);
-		n++;
-	}
-	if (n == 0)
-		return text_err(err, elen, "live.fetch= names no URL");
-	return n;
-}
-
 static unsigned long long file_size(const char *path)
 {
 	struct stat st;
@@ -188,7 +158,7 @@ static int wget_once(const char *url, const char *dest, bool resume, struct prog
 }
 
 struct source {
-	char urls[FETCH_URL_MAX][PATH_LEN];
+	char urls[FETCH_URL_MAX][FETCH_URL_LEN];
 	int n, cur;
 	unsigned timeout;
 };
@@ -239,7 +209,7 @@ static int download(struct source *src, const char *rel, const char *dest, unsig
 	}
 }
 
-int fetch_medium(struct plan *p)
+int fetch_medium(const struct plan *p, struct boot *b)
 {
 	static struct source src;
 	static struct fetch_file files[FETCH_MAX_FILES];
@@ -253,14 +223,15 @@ int fetch_medium(struct plan *p)
 
 	memset(&src, 0, sizeof(src));
 	src.timeout = p->timeout;
-	src.n = fetch_urls(p->fetch, src.urls, FETCH_URL_MAX, err, sizeof(err));
-	if (src.n < 0)
-		return fail(EINVAL, "%s", err);
+	if (p->nfetch == 0)
+		return fail(EINVAL, "%s", p->net_bad);
+	memcpy(src.urls, p->fetch, sizeof(src.urls));
+	src.n = p->nfetch;
 	/* a lab of clients started at once spreads over the mirrors */
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
 		r = (unsigned)(progress_now() * 1000);
 	src.cur = (int)(r % (unsigned)src.n);
-	if (!p->net_result[0] && net_up(p) != 0)
+	if (!b->net_result[0] && net_up(p, b) != 0)
 		return -1;
 	if (path_fmt(manifest, sizeof(manifest), "%s/fetch-MANIFEST", p->run_live) != 0)
 		return -1;
@@ -285,13 +256,13 @@ int fetch_medium(struct plan *p)
 	if (path_fmt(dir, sizeof(dir), "%s/" LIVE_MEDIUM, p->run_live) != 0 || mkdir_p(dir, 0755) != 0)
 		return -1;
 	/* A retry from the rescue shell continues into the tmpfs mounted before. */
-	if (!p->device[0]) {
+	if (!b->device[0]) {
 		if (path_fmt(opts, sizeof(opts), "size=%llu,mode=0755",
 			     total + (unsigned long long)(n + 2) * (1 << 20)) != 0 ||
 		    do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
 			return -1;
-		text_fmt(p->device, sizeof(p->device), "%s", src.urls[src.cur]);
-		text_fmt(p->medium_fstype, sizeof(p->medium_fstype), "tmpfs");
+		text_fmt(b->device, sizeof(b->device), "%s", src.urls[src.cur]);
+		text_fmt(b->medium_fstype, sizeof(b->medium_fstype), "tmpfs");
 	}
 	if (path_fmt(dest, sizeof(dest), "%s/live", dir) != 0 || mkdir_p(dest, 0755) != 0)
 		return -1;
@@ -311,10 +282,7 @@ int fetch_medium(struct plan *p)
 	secs = progress_end(&pr);
 	msg("live.fetch: %d file(s), %llu MiB in %.1f s from %s; dm-verity checks every block before the boot goes on",
 	    n, total >> 20, secs, src.urls[src.cur]);
-	text_fmt(p->toram_result, sizeof(p->toram_result), "in RAM already: live.fetch downloaded %llu MiB",
+	text_fmt(b->toram_result, sizeof(b->toram_result), "in RAM already: live.fetch downloaded %llu MiB",
 		 total >> 20);
-	/* Nothing downloaded is booted unread: the layers are read in full through dm-verity at mount, so an altered
-	 * file stops the boot naming its layer instead of failing later inside the running system. */
-	p->check = p->verify_mode == VERIFY_ON;
 	return 0;
 }

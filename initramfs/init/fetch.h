@@ -9,7 +9,6 @@
  * says what to download and how much RAM that takes; dm-verity and the root hashes on the command line decide
  * what is booted. */
 #define FETCH_MAX_FILES (MAX_LAYERS * 2)
-#define FETCH_URL_MAX 8
 struct fetch_file {
 	char name[64];
 	unsigned long long bytes;
@@ -17,11 +16,8 @@ struct fetch_file {
 
 /* The manifest's lines into files (at most max); the count, or -1 with why in err (the line named). */
 int fetch_manifest_parse(const char *text, struct fetch_file *files, int max, char *err, size_t elen);
-/* live.fetch='s comma-separated URLs, each http://HOST[:PORT]/PATH, a '/' added at the end when missing; the
- * count, or -1 with why in err. */
-int fetch_urls(const char *spec, char urls[][PATH_LEN], int max, char *err, size_t elen);
 /* The medium step of live.fetch=: the network, then every file of the manifest into a tmpfs on
  * run_live/medium (retrying, from the next URL, with backoff; the rescue shell after live.timeout s without
  * progress). The layers step then finds live/ there as on a disc. */
-int fetch_medium(struct plan *p);
+int fetch_medium(const struct plan *p, struct boot *b);
 #endif

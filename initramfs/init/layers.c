@@ -30,27 +30,23 @@ static int by_name(const void *a, const void *b)
 }
 
 /* A live.layers= entry names a layer by its whole stem (20-desktop) or without the number (desktop). */
-static bool entry_names(const char *entry, size_t len, const char *stem)
+static bool pick_names(const struct layer_pick *k, const char *stem)
 {
-	size_t n = strlen(stem);
-
-	return (len == n && strncmp(entry, stem, n) == 0) || (len == n - 3 && strncmp(entry, stem + 3, len) == 0);
+	return !k->too_long && (strcmp(k->name, stem) == 0 || (strlen(stem) > 3 && strcmp(k->name, stem + 3) == 0));
 }
 
-/* Whether the filter leaves stem out: it has includes and none names stem, or an exclude (-name) names it. */
-static bool filtered_out(const char *filter, const char *stem)
+/* Whether live.layers= leaves stem out: it has includes and none names stem, or an exclude (-name) names it. */
+static bool filtered_out(const struct plan *p, const char *stem)
 {
-	const char *f = filter, *e;
-	size_t l;
 	bool includes = false, included = false;
+	int i;
 
-	while (text_item(&f, ",", &e, &l)) {
-		bool ex = l > 0 && e[0] == '-';
+	for (i = 0; i < p->npicks; i++) {
+		const struct layer_pick *k = &p->pick[i];
 
-		if (l > 0 && !ex)
-			includes = true;
-		if (l > 0 && entry_names(e + ex, l - ex, stem)) {
-			if (ex)
+		includes |= !k->exclude;
+		if (pick_names(k, stem)) {
+			if (k->exclude)
 				return true;
 			included = true;
 		}
@@ -58,38 +54,29 @@ static bool filtered_out(const char *filter, const char *stem)
 	return includes && !included;
 }
 
-/* The entries of list (live.layers= entries, "-name" too) that name none of stems, as a list into left. */
-static void unknown_entries(const char *list, char stems[][64], int nstems, char *left, size_t llen)
+/* The live.layers= entries still unknown that name none of stems stay unknown. */
+static void mark_unknown(const struct plan *p, struct boot *b, char stems[][64], int nstems)
 {
-	const char *f = list, *e;
-	size_t l;
-	int j;
+	int i, j;
 
-	left[0] = '\0';
-	while (text_item(&f, ",", &e, &l)) {
-		size_t ex = l > 0 && e[0] == '-';
-		bool found = false;
-
-		for (j = 0; j < nstems && !found; j++)
-			found = entry_names(e + ex, l - ex, stems[j]);
-		if (l > ex && !found)
-			text_list_add(left, llen, e, l);
-	}
+	for (i = 0; i < p->npicks; i++)
+		for (j = 0; j < nstems && b->pick_unknown[i]; j++)
+			b->pick_unknown[i] = !pick_names(&p->pick[i], stems[j]);
 }
 
 #define MAX_STEMS (MAX_LAYERS * 4)
 
 /* Whether file is a layer (its stem kept in stems for the name check) that live.layers= keeps; a layer it
  * leaves out is listed in layers_excluded. */
-static bool wanted(struct plan *p, const char *file, char stem[64], char stems[][64], int *nstems)
+static bool wanted(const struct plan *p, struct boot *b, const char *file, char stem[64], char stems[][64], int *nstems)
 {
 	if (layer_stem(file, stem, 64) != 0)
 		return false;
 	if (*nstems < MAX_STEMS)
 		memcpy(stems[(*nstems)++], stem, strlen(stem) + 1);
-	if (!filtered_out(p->layer_filter, stem))
+	if (!filtered_out(p, stem))
 		return true;
-	text_list_add(p->layers_excluded, sizeof(p->layers_excluded), stem, strlen(stem));
+	text_list_add(b->layers_excluded, sizeof(b->layers_excluded), stem, strlen(stem));
 	return false;
 }
 
@@ -100,21 +87,21 @@ static void layer_init(struct layer *l, const char *stem)
 	l->loop = l->hash_loop = l->dm_minor = -1;
 }
 
-int layers_choose(struct plan *p, const char *const files[], int n, char *err, size_t elen)
+int layers_choose(const struct plan *p, struct boot *b, const char *const files[], int n, char *err, size_t elen)
 {
 	static char stems[MAX_STEMS][64];
 	int i, count = 0, nstems = 0;
 
-	p->layers_excluded[0] = '\0';
+	b->layers_excluded[0] = '\0';
 	for (i = 0; i < n; i++) {
 		struct layer *l;
 		char stem[64];
 
-		if (!wanted(p, files[i], stem, stems, &nstems))
+		if (!wanted(p, b, files[i], stem, stems, &nstems))
 			continue;
 		if (count == MAX_LAYERS)
 			return text_err(err, elen, "more than %d layers", MAX_LAYERS);
-		l = &p->layer[count++];
+		l = &b->layer[count++];
 		layer_init(l, stem);
 		if (snprintf(l->file, sizeof(l->file), "%s/" LIVE_MEDIUM "/live/%s", p->run_live, files[i]) >=
 			    (int)sizeof(l->file) ||
@@ -123,18 +110,28 @@ int layers_choose(struct plan *p, const char *const files[], int n, char *err, s
 		    snprintf(l->dir, sizeof(l->dir), "%s/" LIVE_LAYERS "/%s", p->run_live, stem) >= (int)sizeof(l->dir))
 			return text_err(err, elen, "path of layer %s too long", stem);
 	}
-	qsort(p->layer, (size_t)count, sizeof(p->layer[0]), by_name);
+	qsort(b->layer, (size_t)count, sizeof(b->layer[0]), by_name);
 	for (i = 1; i < count; i++)
-		if (strcmp(p->layer[i].name, p->layer[i - 1].name) == 0)
-			return text_err(err, elen, "layer %s given twice", p->layer[i].name);
+		if (strcmp(b->layer[i].name, b->layer[i - 1].name) == 0)
+			return text_err(err, elen, "layer %s given twice", b->layer[i].name);
+	/* Each layer's root hash from the plan, attached now: the printed plan says which hash guards which layer.
+	 * One the plan lacks stops the boot when that layer is mounted (verity_layer), saying why. */
+	for (i = 0; i < count && p->verify_mode == VERIFY_ON; i++) {
+		struct layer *l = &b->layer[i];
+
+		if (plan_root_hash(p, l->name, l->root_hash, sizeof(l->root_hash), l->no_hash, sizeof(l->no_hash)) != 0)
+			l->root_hash[0] = '\0';
+	}
 	/* Every layer the user named, to keep or to leave out, must exist: a typo would silently boot
 	 * a different system. What the medium lacks may be saved in the store, which is looked at later. */
-	unknown_entries(p->layer_filter, stems, nstems, p->layers_unknown, sizeof(p->layers_unknown));
+	for (i = 0; i < p->npicks; i++)
+		b->pick_unknown[i] = true;
+	mark_unknown(p, b, stems, nstems);
 	if (count == 0)
 		return text_err(err, elen, "no live/NN-name.squashfs layer on the medium%s",
-				p->layer_filter[0] ? " is left by live.layers=" : "");
-	p->nlayers = count;
-	p->nsaved = 0;
+				p->npicks ? " is left by live.layers=" : "");
+	b->nlayers = count;
+	b->nsaved = 0;
 	return count;
 }
 
@@ -146,11 +143,11 @@ static void note_add(char *note, size_t nlen, const char *stem, const char *why)
 		note[used] = '\0';
 }
 
-int layers_add_saved(struct plan *p, const char *const files[], int n, const char *dir, char *note, size_t nlen)
+int layers_add_saved(const struct plan *p, struct boot *b, const char *const files[], int n, const char *dir,
+		     char *note, size_t nlen)
 {
 	static char stems[MAX_STEMS][64];
-	char left[VALUE_MAX];
-	int i, j, first = p->nlayers, nstems = 0;
+	int i, j, first = b->nlayers, nstems = 0;
 
 	if (nlen)
 		note[0] = '\0';
@@ -159,16 +156,16 @@ int layers_add_saved(struct plan *p, const char *const files[], int n, const cha
 		char stem[64];
 		bool dup = false;
 
-		if (!wanted(p, files[i], stem, stems, &nstems))
+		if (!wanted(p, b, files[i], stem, stems, &nstems))
 			continue;
-		for (j = 0; j < p->nlayers; j++)
-			dup |= strcmp(p->layer[j].name, stem) == 0;
-		if (dup || p->nlayers == MAX_LAYERS) {
+		for (j = 0; j < b->nlayers; j++)
+			dup |= strcmp(b->layer[j].name, stem) == 0;
+		if (dup || b->nlayers == MAX_LAYERS) {
 			note_add(note, nlen, stem,
 				 dup ? "a medium layer has that name" : "no room: " MAX_LAYERS_TEXT " layers");
 			continue;
 		}
-		l = &p->layer[p->nlayers];
+		l = &b->layer[b->nlayers];
 		layer_init(l, stem);
 		l->saved = true;
 		if (snprintf(l->file, sizeof(l->file), "%s/%s", dir, files[i]) >= (int)sizeof(l->file) ||
@@ -177,30 +174,31 @@ int layers_add_saved(struct plan *p, const char *const files[], int n, const cha
 			note_add(note, nlen, stem, "path too long");
 			continue;
 		}
-		p->nlayers++;
+		b->nlayers++;
 	}
-	qsort(p->layer + first, (size_t)(p->nlayers - first), sizeof(p->layer[0]), by_name);
-	p->nsaved = p->nlayers - first;
+	qsort(b->layer + first, (size_t)(b->nlayers - first), sizeof(b->layer[0]), by_name);
+	b->nsaved = b->nlayers - first;
 	/* live.layers= entries that named none of the medium's layers may name one of these */
-	unknown_entries(p->layers_unknown, stems, nstems, left, sizeof(left));
-	memcpy(p->layers_unknown, left, strlen(left) + 1);
-	return p->nsaved;
+	mark_unknown(p, b, stems, nstems);
+	return b->nsaved;
 }
 
-void layers_drop_saved(struct plan *p)
+void layers_drop_saved(struct boot *b)
 {
-	p->nlayers -= p->nsaved;
-	p->nsaved = 0;
+	b->nlayers -= b->nsaved;
+	b->nsaved = 0;
 }
 
-int layers_check_filter(const struct plan *p, char *err, size_t elen)
+int layers_check_filter(const struct plan *p, const struct boot *b, char *err, size_t elen)
 {
-	size_t l = strcspn(p->layers_unknown, ","), ex = p->layers_unknown[0] == '-';
+	int i;
 
-	if (!p->layers_unknown[0])
+	for (i = 0; i < p->npicks && !b->pick_unknown[i]; i++)
+		;
+	if (i == p->npicks)
 		return 0;
 	return text_err(err, elen,
-			"live.layers= names %.*s, which is not on the medium as live/[NN-]%.*s.squashfs nor "
+			"live.layers= names %s%s, which is not on the medium as live/[NN-]%s.squashfs nor "
 			"saved in the store's " STORE_VDIR "/" STORE_LAYERS "/",
-			(int)l, p->layers_unknown, (int)(l - ex), p->layers_unknown + ex);
+			p->pick[i].exclude ? "-" : "", p->pick[i].name, p->pick[i].name);
 }

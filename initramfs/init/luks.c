@@ -55,7 +55,7 @@ int luks_read_id(const char *dev, struct luks_id *id)
 }
 
 /* The topmost layer holding cryptsetup: its root in root, the program's path inside it in bin. */
-static int find_cryptsetup(const struct plan *p, char *root, size_t rlen, const char **bin)
+static int find_cryptsetup(const struct boot *b, char *root, size_t rlen, const char **bin)
 {
 	static const char *const where[] = {"/usr/sbin/cryptsetup", "/sbin/cryptsetup"};
 	char path[PATH_LEN * 2];
@@ -63,11 +63,11 @@ static int find_cryptsetup(const struct plan *p, char *root, size_t rlen, const 
 	int i;
 	size_t w;
 
-	for (i = p->nlayers - 1; i >= 0; i--)
+	for (i = b->nlayers - 1; i >= 0; i--)
 		for (w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
-			text_fmt(path, sizeof(path), "%s%s", p->layer[i].dir, where[w]);
+			text_fmt(path, sizeof(path), "%s%s", b->layer[i].dir, where[w]);
 			if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
-				text_fmt(root, rlen, "%s", p->layer[i].dir);
+				text_fmt(root, rlen, "%s", b->layer[i].dir);
 				*bin = where[w];
 				return 0;
 			}
@@ -135,15 +135,15 @@ static int cryptsetup(const char *root, const char *bin, const char *const args[
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
-int luks_unlock(const struct plan *p, const char *dev, const char *what, bool ro, char *mapped, size_t mlen, char *why,
-		size_t wlen)
+int luks_unlock(const struct plan *p, const struct boot *b, const char *dev, const char *what, bool ro, char *mapped,
+		size_t mlen, char *why, size_t wlen)
 {
 	char root[PATH_LEN], prompt[PATH_LEN + 128], secret[512];
 	const char *bin, *args[12];
 	int tries, rc = -1, n, a;
 	double t0;
 
-	if (find_cryptsetup(p, root, sizeof(root), &bin) != 0)
+	if (find_cryptsetup(b, root, sizeof(root), &bin) != 0)
 		return text_err(why, wlen, "%s is encrypted (LUKS2), and no layer of the live root has cryptsetup",
 				what);
 	text_fmt(prompt, sizeof(prompt), "\nPassphrase for the persistence store %s: ", what);
@@ -191,14 +191,14 @@ int luks_unlock(const struct plan *p, const char *dev, const char *what, bool ro
 	return rc;
 }
 
-void luks_close(const struct plan *p)
+void luks_close(const struct boot *b)
 {
 	const char *const args[] = {"close", LUKS_MAPPED, NULL};
 	char root[PATH_LEN];
 	const char *bin;
 	int rc;
 
-	if (find_cryptsetup(p, root, sizeof(root), &bin) != 0)
+	if (find_cryptsetup(b, root, sizeof(root), &bin) != 0)
 		return;
 	if ((rc = cryptsetup(root, bin, args, NULL)) != 0)
 		msg("persistence: cryptsetup close " LUKS_MAPPED ": exit %d", rc);

@@ -23,8 +23,8 @@ int luks_read_id(const char *dev, struct luks_id *id);
 /* Ask for the passphrase of dev (what names it in the prompt) up to LUKS_TRIES times and open it read-only or not as
  * /dev/mapper/LUKS_MAPPED with cryptsetup from the stacked layers. 0: open, its device in mapped; -1: not
  * (three wrong passphrases, no answer within live.persist.timeout, no cryptsetup), why in why; nothing written. */
-int luks_unlock(const struct plan *p, const char *dev, const char *what, bool ro, char *mapped, size_t mlen, char *why,
-		size_t wlen);
+int luks_unlock(const struct plan *p, const struct boot *b, const char *dev, const char *what, bool ro, char *mapped,
+		size_t mlen, char *why, size_t wlen);
 /* Close /dev/mapper/LUKS_MAPPED again (a store that was opened but is not used). */
-void luks_close(const struct plan *p);
+void luks_close(const struct boot *b);
 #endif

@@ -72,36 +72,37 @@ static size_t print_times(char *buf, size_t len)
 	return used;
 }
 
-static int step_medium(struct plan *p)
+static int step_medium(const struct plan *p, struct boot *b)
 {
 	int rc;
 
-	if (p->fetch[0])
-		return fetch_medium(p);
-	if (p->nbd[0] && nbd_connect(p) != 0)
+	if (p->net == NET_FETCH)
+		return fetch_medium(p, b);
+	if (p->net == NET_NBD && nbd_connect(p, b) != 0)
 		return -1;
-	if (discover_medium(p, "/sys/class/block", "/dev") != 0)
+	if (discover_medium(p, b, "/sys/class/block", "/dev") != 0)
 		return -1;
-	rc = stack_medium(p);
+	rc = stack_medium(p, b);
 	discover_done();
 	return rc;
 }
 
-static int step_overlay(struct plan *p)
+static int step_overlay(const struct plan *p, struct boot *b)
 {
-	if (stack_overlay(p) != 0)
+	if (stack_overlay(p, b) != 0)
 		return -1;
-	return paths_mount(p);
+	return paths_mount(p, b);
 }
 
-static int step_switch(struct plan *p)
+static int step_switch(const struct plan *p, struct boot *b)
 {
+	(void)b; /* the hand-over only reads the plan */
 	return handover(p, init_argv);
 }
 
 /* Indexed by enum step_id. The upper step is persist.c's: the store when there is a usable one,
  * else the tmpfs of stack_upper. */
-static int (*const steps[S_COUNT])(struct plan *) = {
+static int (*const steps[S_COUNT])(const struct plan *, struct boot *) = {
 	[S_MEDIUM] = step_medium,  [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,
 	[S_UPPER] = persist_upper, [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
 };
@@ -112,22 +113,22 @@ static void warn_msg(void *ctx, const char *text)
 	msg("%s", text);
 }
 
-static void print_plan(const struct plan *p, const char *title)
+static void print_plan(const struct plan *p, const struct boot *b, const char *title)
 {
 	static char buf[65536]; /* 128 layers with dm-verity */
 	char *line, *save = NULL;
 
-	if (plan_print(p, buf, sizeof(buf)) == 0)
+	if (plan_print(p, b, buf, sizeof(buf)) == 0)
 		return;
 	msg("%s", title);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
 		msg("  %s", line);
 }
 
-static void save_plan(const struct plan *p)
+static void save_plan(const struct plan *p, const struct boot *b)
 {
 	static char buf[65536]; /* 128 layers with dm-verity */
-	size_t n = plan_print(p, buf, sizeof(buf));
+	size_t n = plan_print(p, b, buf, sizeof(buf));
 	int fd;
 
 	n += print_times(buf + n, sizeof(buf) - n);
@@ -166,13 +167,13 @@ static int early_mounts(void)
 }
 
 /* Report a failure once, then the shell (or the panic the user asked for). 0 = retry the step. */
-static int report(const struct plan *p, int step)
+static int report(const struct plan *p, const struct boot *b, int step)
 {
 	char why[128];
 
 	msg("%s: %s", fail_what(), strerror(fail_errno()));
 	msg("step %s failed", plan_step_name(step));
-	print_plan(p, "the plan was:");
+	print_plan(p, b, "the plan was:");
 	if (p->panic) {
 		msg("live.panic: stopping; PID 1 exits and the kernel panics");
 		return -1;
@@ -192,6 +193,7 @@ int main(int argc, char **argv)
 	static char cmdline_text[4096];
 	static struct cmdline c;
 	static struct plan p;
+	static struct boot b;
 	struct facts f = {0, 0};
 	int i;
 
@@ -218,15 +220,16 @@ int main(int argc, char **argv)
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 	plan_make(&c, &f, LIVE_RUN, NEWROOT, &p);
+	plan_boot_init(&p, &b);
 	if (p.adjusted[0])
 		msg("%s", p.adjusted);
 	log_debug_enable(p.debug);
 	modload_start(cmdline_text);
-	text_fmt(p.kernel, sizeof(p.kernel), "%s", modload_flavour());
-	text_fmt(p.kernel_overlay, sizeof(p.kernel_overlay), "%s", modload_overlay());
+	text_fmt(b.kernel, sizeof(b.kernel), "%s", modload_flavour());
+	text_fmt(b.kernel_overlay, sizeof(b.kernel_overlay), "%s", modload_overlay());
 	argv[0] = p.init;
-	print_plan(&p, "plan:");
-	save_plan(&p);
+	print_plan(&p, &b, "plan:");
+	save_plan(&p, &b);
 	for (i = 0; i < S_COUNT; i++) {
 		if (p.break_step == i) {
 			char why[64];
@@ -241,16 +244,16 @@ int main(int argc, char **argv)
 		t.start[i] = mono_ms();
 		t.end[i] = 0;
 		if (i == S_SWITCH)
-			save_plan(&p); /* the last word the live root reads: the hand-over's start */
+			save_plan(&p, &b); /* the last word the live root reads: the hand-over's start */
 		modload_poll();
-		while (steps[i](&p) != 0) {
-			save_plan(&p);
-			if (report(&p, i) != 0)
+		while (steps[i](&p, &b) != 0) {
+			save_plan(&p, &b);
+			if (report(&p, &b, i) != 0)
 				return 1;
 		}
-		p.done = i + 1;
+		b.done = i + 1;
 		t.end[i] = mono_ms();
-		save_plan(&p);
+		save_plan(&p, &b);
 	}
 	return 1; /* not reached: step switch execs the live root's init or fails */
 }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,8 +171,11 @@ static void handle_alias(const char *dev, const char *alias)
 
 static void drain_uevents(void);
 
-/* Every modalias file below dir; depth bounds a sysfs loop that cannot happen but must not hang PID 1. */
-static void coldplug_dir(char *path, size_t len, int depth)
+/* The one sysfs walker: fn(device path below /sys/devices, its modalias, whether a driver is bound) for every
+ * device below path that has a modalias. depth bounds a sysfs loop that cannot happen but must not hang PID 1. */
+typedef void (*device_fn)(const char *dev, const char *alias, bool bound);
+
+static void walk_devices(char *path, size_t len, int depth, device_fn fn)
 {
 	DIR *d;
 	struct dirent *e;
@@ -180,33 +184,43 @@ static void coldplug_dir(char *path, size_t len, int depth)
 	if (depth > 24 || !(d = opendir(path)))
 		return;
 	while ((e = readdir(d)) != NULL) {
-		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 2 > len)
+		char alias[512], drv[8];
+		ssize_t r, n;
+		int fd;
+
+		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 12 > len)
 			continue;
 		if (e->d_type == DT_DIR) {
 			snprintf(path + base, len - base, "/%s", e->d_name);
-			coldplug_dir(path, len, depth + 1);
+			walk_devices(path, len, depth + 1, fn);
 			path[base] = '\0';
-		} else if (e->d_type == DT_REG && strcmp(e->d_name, "modalias") == 0) {
-			char alias[512];
-			int fd;
-			ssize_t n;
-
-			snprintf(path + base, len - base, "/modalias");
-			fd = open(path, O_RDONLY | O_CLOEXEC);
-			path[base] = '\0';
-			if (fd < 0)
-				continue;
-			n = read(fd, alias, sizeof(alias) - 1);
-			if (close(fd) != 0 || n <= 0)
-				continue;
-			alias[n] = '\0';
-			alias[strcspn(alias, "\n")] = '\0';
-			if (alias[0])
-				handle_alias(path + sizeof(SYS_DEVICES), alias);
+			continue;
 		}
+		if (e->d_type != DT_REG || strcmp(e->d_name, "modalias") != 0)
+			continue;
+		snprintf(path + base, len - base, "/driver");
+		r = readlink(path, drv, sizeof(drv));
+		snprintf(path + base, len - base, "/modalias");
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		path[base] = '\0';
+		if (fd < 0)
+			continue;
+		n = read(fd, alias, sizeof(alias) - 1);
+		if (close(fd) != 0 || n <= 0)
+			continue;
+		alias[n] = '\0';
+		alias[strcspn(alias, "\n")] = '\0';
+		if (alias[0])
+			fn(path + sizeof(SYS_DEVICES), alias, r >= 0);
 	}
 	if (closedir(d) != 0)
 		dbg("close %s: %s", path, strerror(errno));
+}
+
+static void coldplug_one(const char *dev, const char *alias, bool bound)
+{
+	(void)bound; /* as udev does: every device, bound or not; what is loaded already is not loaded again */
+	handle_alias(dev, alias);
 }
 
 static void coldplug(void)
@@ -214,7 +228,7 @@ static void coldplug(void)
 	static char path[1024];
 
 	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
-	coldplug_dir(path, sizeof(path), 0);
+	walk_devices(path, sizeof(path), 0, coldplug_one);
 }
 
 /* Read every queued uevent; an "add" with MODALIAS= is handled like a coldplugged device. A full socket
@@ -385,67 +399,36 @@ void modload_start(const char *kernel_cmdline)
 }
 
 /* Why no driver took a device: what its modalias matched and what became of it. */
-static void unbound_dir(char *path, size_t len, int depth)
+static void unbound_one(const char *dev, const char *alias, bool bound)
 {
-	DIR *d;
-	struct dirent *e;
-	size_t base = strlen(path);
+	char why[300];
+	int match[MAX_MATCH], n, i;
 
-	if (depth > 24 || !(d = opendir(path)))
+	if (bound)
 		return;
-	while ((e = readdir(d)) != NULL) {
-		char alias[512], why[300], drv[8];
-		int fd, match[MAX_MATCH], n, i;
-		ssize_t r;
+	/* the buses a boot disk hangs off; the rest (ACPI, CPU, platform) is noise here, and so are PCI
+	 * bridges (class 06): host and ISA bridges never have a driver, PCIe ports have a built-in one */
+	if (strncmp(alias, "pci:", 4) && strncmp(alias, "usb:", 4) && strncmp(alias, "virtio:", 7) &&
+	    strncmp(alias, "scsi:", 5) && strncmp(alias, "mmc:", 4) && strncmp(alias, "sdio:", 5))
+		return;
+	if (strncmp(alias, "pci:", 4) == 0 && strstr(alias, "bc06sc"))
+		return;
+	n = mod_match(&ix, alias, match, MAX_MATCH);
+	if (n == 0) {
+		snprintf(why, sizeof(why), "no module in the initramfs for it");
+	} else {
+		size_t used = 0;
 
-		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 12 > len)
-			continue;
-		if (e->d_type == DT_DIR) {
-			snprintf(path + base, len - base, "/%s", e->d_name);
-			unbound_dir(path, len, depth + 1);
-			path[base] = '\0';
-			continue;
+		for (i = 0; i < n && used < sizeof(why); i++) {
+			int w = snprintf(why + used, sizeof(why) - used, "%s%s %s", i ? "; " : "",
+					 ix.entry[match[i]].name,
+					 state[match[i]] == M_FAILED ? strerror(fail_errno_of[match[i]]) :
+					 state[match[i]] == M_LOADED ? "loaded, did not take it" :
+								       "not loaded");
+			used += w > 0 ? (size_t)w : 0;
 		}
-		if (e->d_type != DT_REG || strcmp(e->d_name, "modalias") != 0)
-			continue;
-		snprintf(path + base, len - base, "/driver");
-		r = readlink(path, drv, sizeof(drv));
-		snprintf(path + base, len - base, "/modalias");
-		fd = r < 0 ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		path[base] = '\0';
-		if (fd < 0)
-			continue;
-		r = read(fd, alias, sizeof(alias) - 1);
-		if (close(fd) != 0 || r <= 0)
-			continue;
-		alias[r] = '\0';
-		alias[strcspn(alias, "\n")] = '\0';
-		/* the buses a boot disk hangs off; the rest (ACPI, CPU, platform) is noise here, and so are PCI
-		 * bridges (class 06): host and ISA bridges never have a driver, PCIe ports have a built-in one */
-		if (strncmp(alias, "pci:", 4) && strncmp(alias, "usb:", 4) && strncmp(alias, "virtio:", 7) &&
-		    strncmp(alias, "scsi:", 5) && strncmp(alias, "mmc:", 4) && strncmp(alias, "sdio:", 5))
-			continue;
-		if (strncmp(alias, "pci:", 4) == 0 && strstr(alias, "bc06sc"))
-			continue;
-		n = mod_match(&ix, alias, match, MAX_MATCH);
-		if (n == 0) {
-			snprintf(why, sizeof(why), "no module in the initramfs for it");
-		} else {
-			size_t used = 0;
-
-			for (i = 0; i < n && used < sizeof(why); i++) {
-				int w = snprintf(why + used, sizeof(why) - used, "%s%s %s", i ? "; " : "",
-						 ix.entry[match[i]].name,
-						 state[match[i]] == M_FAILED ? strerror(fail_errno_of[match[i]]) :
-						 state[match[i]] == M_LOADED ? "loaded, did not take it" :
-									       "not loaded");
-				used += w > 0 ? (size_t)w : 0;
-			}
-		}
-		msg("  %s (%s): %s", path + sizeof(SYS_DEVICES), alias, why);
 	}
-	if (closedir(d) != 0)
-		dbg("close %s: %s", path, strerror(errno));
+	msg("  %s (%s): %s", dev, alias, why);
 }
 
 void modload_report_unbound(void)
@@ -456,5 +439,5 @@ void modload_report_unbound(void)
 		return;
 	msg("devices with no driver (pci, usb, virtio, scsi, mmc):");
 	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
-	unbound_dir(path, sizeof(path), 0);
+	walk_devices(path, sizeof(path), 0, unbound_one);
 }

@@ -1,7 +1,6 @@
 /* live.nbd=: the ISO read from nbd-server as a network block device (the kernel's nbd driver). */
 #include "nbd.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -23,7 +22,6 @@
 #include "net.h"
 #include "util.h"
 
-#define NBD_DEFAULT_PORT "10809"
 #define NBD_DEVICES 16
 /* A request the server has not answered in this many seconds fails with an I/O error (and the connection is
  * dropped): a server gone without a word (power cut, cable) ends in errors, not a hang. */
@@ -49,50 +47,6 @@ void nbd_set_name_area(char *argv0, size_t len)
 {
 	name_area = argv0;
 	name_len = len;
-}
-
-int nbd_spec_parse(const char *s, struct nbd_spec *out, char *err, size_t elen)
-{
-	const char *slash = strchr(s, '/'), *colon, *hend;
-	size_t i;
-
-	memset(out, 0, sizeof(*out));
-	if (!slash || slash == s || !slash[1])
-		return text_err(err, elen, "live.nbd=%s: want HOST[:PORT]/EXPORT", s);
-	/* [v6]:port is not needed on a lab LAN: one colon at most */
-	colon = memchr(s, ':', (size_t)(slash - s));
-	hend = colon ? colon : slash;
-	if (hend == s)
-		return text_err(err, elen, "live.nbd=%s: no host before the port", s);
-	if ((size_t)(hend - s) >= sizeof(out->host) || strlen(slash + 1) >= sizeof(out->export))
-		return text_err(err, elen, "live.nbd=%s: host or export name too long", s);
-	memcpy(out->host, s, (size_t)(hend - s));
-	for (i = 0; out->host[i]; i++)
-		if (!isalnum((unsigned char)out->host[i]) && out->host[i] != '.' && out->host[i] != '-')
-			return text_err(err, elen, "live.nbd=%s: '%s' is not a host name or IPv4 address", s,
-					out->host);
-	if (colon) {
-		size_t n = (size_t)(slash - colon - 1);
-		unsigned long v = 0;
-
-		if (n == 0 || n > 5)
-			return text_err(err, elen, "live.nbd=%s: bad port", s);
-		for (i = 0; i < n; i++) {
-			if (!isdigit((unsigned char)colon[1 + i]))
-				return text_err(err, elen, "live.nbd=%s: bad port", s);
-			v = v * 10 + (unsigned long)(colon[1 + i] - '0');
-		}
-		if (v == 0 || v > 65535)
-			return text_err(err, elen, "live.nbd=%s: port %lu out of range", s, v);
-		memcpy(out->port, colon + 1, n);
-	} else {
-		memcpy(out->port, NBD_DEFAULT_PORT, sizeof(NBD_DEFAULT_PORT));
-	}
-	for (i = 0; slash[1 + i]; i++)
-		if (!isgraph((unsigned char)slash[1 + i]))
-			return text_err(err, elen, "live.nbd=%s: the export name holds a blank or control byte", s);
-	memcpy(out->export, slash + 1, strlen(slash + 1) + 1);
-	return 0;
 }
 
 static uint64_t be64(const unsigned char *b)
@@ -332,9 +286,9 @@ static void serve_device(int dev, int sock, int n, const struct nbd_spec *s)
 	_exit(r < 0 ? 1 : 0);
 }
 
-int nbd_connect(struct plan *p)
+int nbd_connect(const struct plan *p, struct boot *b)
 {
-	static struct nbd_spec s;
+	const struct nbd_spec *s = &p->nbd;
 	char why[300] = "", devname[32];
 	uint64_t size = 0;
 	uint16_t flags = 0;
@@ -343,25 +297,25 @@ int nbd_connect(struct plan *p)
 	long long deadline;
 	pid_t pid;
 
-	if (nbd_spec_parse(p->nbd, &s, why, sizeof(why)) != 0)
-		return fail(EINVAL, "%s", why);
-	if (p->nbd_device[0]) {
-		msg("live.nbd: %s is connected already (an earlier try)", p->nbd_device);
+	if (!s->host[0])
+		return fail(EINVAL, "%s", p->net_bad);
+	if (b->nbd_device[0]) {
+		msg("live.nbd: %s is connected already (an earlier try)", b->nbd_device);
 		return 0;
 	}
-	if (!p->net_result[0] && net_up(p) != 0)
+	if (!b->net_result[0] && net_up(p, b) != 0)
 		return -1;
 	deadline = (long long)time(NULL) + p->timeout;
 	for (;;) {
-		sock = dial(&s, why, sizeof(why));
-		if (sock >= 0 && handshake(sock, s.export, &size, &flags, why, sizeof(why)) == 0)
+		sock = dial(s, why, sizeof(why));
+		if (sock >= 0 && handshake(sock, s->export, &size, &flags, why, sizeof(why)) == 0)
 			break;
 		if (sock >= 0 && close(sock) != 0)
 			dbg("close: %s", strerror(errno));
 		sock = -1;
 		if ((long long)time(NULL) + (long long)backoff > deadline)
-			return fail(ETIMEDOUT, "live.nbd=%s: %s (tried for %u s, live.timeout)", p->nbd, why,
-				    p->timeout);
+			return fail(ETIMEDOUT, "live.nbd=%s:%s/%s: %s (tried for %u s, live.timeout)", s->host, s->port,
+				    s->export, why, p->timeout);
 		msg("live.nbd: %s; again in %.0f s", why, backoff);
 		sleep_ms((long)(backoff * 1000));
 		backoff = backoff * 2 > 8 ? 8 : backoff * 2;
@@ -396,7 +350,7 @@ int nbd_connect(struct plan *p)
 		return fail(e, "live.nbd: fork the process that holds %s", devname);
 	}
 	if (pid == 0)
-		serve_device(dev, sock, n, &s);
+		serve_device(dev, sock, n, s);
 	if (close(sock) != 0 || close(dev) != 0)
 		dbg("close: %s", strerror(errno));
 	while (sys_size(n) == 0 && waited < 5000) {
@@ -405,8 +359,8 @@ int nbd_connect(struct plan *p)
 	}
 	if (sys_size(n) == 0)
 		return fail(EIO, "live.nbd: %s did not come up (see the kernel messages above)", devname);
-	msg("live.nbd: %s is export %s of %s:%s, %llu MiB%s (process %d holds the connection)", devname, s.export,
-	    s.host, s.port, (unsigned long long)(size >> 20), flags & TFLAG_READ_ONLY ? ", read-only" : "", (int)pid);
-	text_fmt(p->nbd_device, sizeof(p->nbd_device), "%s", devname);
+	msg("live.nbd: %s is export %s of %s:%s, %llu MiB%s (process %d holds the connection)", devname, s->export,
+	    s->host, s->port, (unsigned long long)(size >> 20), flags & TFLAG_READ_ONLY ? ", read-only" : "", (int)pid);
+	text_fmt(b->nbd_device, sizeof(b->nbd_device), "%s", devname);
 	return 0;
 }

@@ -5,14 +5,6 @@
 
 #include "plan.h"
 
-/* live.nbd=HOST[:PORT]/EXPORT. 0, or -1 with why in err. */
-struct nbd_spec {
-	char host[128];
-	char port[8];
-	char export[128];
-};
-int nbd_spec_parse(const char *s, struct nbd_spec *out, char *err, size_t elen);
-
 /* The fixed-newstyle handshake of the NBD protocol (doc/proto.md of the nbd project), as pure functions over the
  * server's bytes (the fuzz target reads them). */
 #define NBD_GREETING_LEN 18 /* "NBDMAGIC", "IHAVEOPT", 16-bit handshake flags */
@@ -32,7 +24,7 @@ const char *nbd_reply_text(uint32_t type);
 /* The medium step's first half under live.nbd=: the network, then the export on a free /dev/nbdN, served by a
  * child process that stays in the kernel's NBD_DO_IT for the life of the system (named "@liveunion-nbd", so
  * systemd's shutdown leaves it to the last). The medium is then found on it as on any disk. */
-int nbd_connect(struct plan *p);
+int nbd_connect(const struct plan *p, struct boot *b);
 /* The memory the child's name is written into (argv[0] of the init; at least 16 bytes long). */
 void nbd_set_name_area(char *argv0, size_t len);
 #endif

@@ -103,7 +103,7 @@ static int write_resolv(const struct net_ip *ip)
 }
 
 /* One interface, up and configured: 0; -1 with why. */
-static int try_if(struct plan *p, const struct net_if *f, char *why, size_t wlen)
+static int try_if(const struct plan *p, struct boot *b, const struct net_if *f, char *why, size_t wlen)
 {
 	const char *const up[] = {"/bin/ip", "link", "set", "dev", f->name, "up", NULL};
 	char addr[160], lease[PATH_LEN];
@@ -127,7 +127,7 @@ static int try_if(struct plan *p, const struct net_if *f, char *why, size_t wlen
 			msg("%s: %s", fail_what(), strerror(fail_errno()));
 			fail_clear();
 		}
-		text_fmt(p->net_result, sizeof(p->net_result), "%s (%s): %s static%s%s", f->name, f->mac, addr,
+		text_fmt(b->net_result, sizeof(b->net_result), "%s (%s): %s static%s%s", f->name, f->mac, addr,
 			 p->ip.gw[0] ? ", gateway " : "", p->ip.gw);
 		return 0;
 	}
@@ -149,12 +149,12 @@ static int try_if(struct plan *p, const struct net_if *f, char *why, size_t wlen
 			text_fmt(addr, sizeof(addr), "(address not recorded)");
 		}
 		addr[strcspn(addr, "\n")] = '\0';
-		text_fmt(p->net_result, sizeof(p->net_result), "%s (%s): %s by DHCP", f->name, f->mac, addr);
+		text_fmt(b->net_result, sizeof(b->net_result), "%s (%s): %s by DHCP", f->name, f->mac, addr);
 	}
 	return 0;
 }
 
-int net_up(struct plan *p)
+int net_up(const struct plan *p, struct boot *b)
 {
 	struct net_if ifs[MAX_IFS];
 	char why[MAX_IFS][120], all[MAX_IFS * 140] = "";
@@ -163,7 +163,7 @@ int net_up(struct plan *p)
 
 	if (p->ip.off)
 		return fail(EINVAL, "network boot (%s) with ip=off: nothing to boot from",
-			    p->fetch[0] ? "live.fetch=" : "live.nbd=");
+			    p->net == NET_FETCH ? "live.fetch=" : "live.nbd=");
 	if (busybox(lo) != 0)
 		msg("network: could not set lo up");
 	/* Drivers (pc: modules loading now) register their interfaces a moment after the devices appear. The
@@ -190,8 +190,8 @@ int net_up(struct plan *p)
 		return fail(ENODEV, "find a network interface");
 	}
 	for (i = 0; i < k; i++) {
-		if (try_if(p, &ifs[i], why[i], sizeof(why[i])) == 0) {
-			msg("network: %s", p->net_result);
+		if (try_if(p, b, &ifs[i], why[i], sizeof(why[i])) == 0) {
+			msg("network: %s", b->net_result);
 			return 0;
 		}
 		msg("network: %s (%s): %s", ifs[i].name, ifs[i].mac, why[i]);

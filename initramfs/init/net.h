@@ -6,8 +6,9 @@
 #include "netcfg.h"
 
 struct plan;
-/* Bring one interface up for the network boot (plan->fetch or plan->nbd): wait for interfaces and carrier, then
- * DHCP (busybox udhcpc) or the static ip=. 0 with plan->net_result filled, or -1 with fail() set and every
+struct boot;
+/* Bring one interface up for the network boot (p->net: live.fetch= or live.nbd=): wait for interfaces and carrier, then
+ * DHCP (busybox udhcpc) or the static ip=. 0 with b->net_result filled, or -1 with fail() set and every
  * interface tried listed on the console. */
-int net_up(struct plan *p);
+int net_up(const struct plan *p, struct boot *b);
 #endif

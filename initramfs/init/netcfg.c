@@ -172,3 +172,77 @@ int net_order(struct net_if *ifs, int n, const char *device, const char *bootif_
 			}
 	return n;
 }
+
+int fetch_urls(const char *spec, char urls[][FETCH_URL_LEN], int max, char *err, size_t elen)
+{
+	const char *s = spec, *u;
+	size_t len, i;
+	int n = 0;
+
+	while (text_item(&s, ",", &u, &len)) {
+		if (len == 0)
+			continue;
+		if (len < 8 || strncmp(u, "http://", 7) != 0 || u[7] == '/')
+			return text_err(err, elen, "live.fetch: '%.*s' is not an http://HOST/PATH URL", (int)len, u);
+		for (i = 0; i < len; i++)
+			if (!isgraph((unsigned char)u[i]))
+				return text_err(err, elen, "live.fetch: URL '%.*s' holds a blank or control byte",
+						(int)len, u);
+		if (n == max)
+			return text_err(err, elen, "live.fetch: more than %d URLs", max);
+		if (len + 2 > FETCH_URL_LEN - 80) /* room for live/NN-name.squashfs */
+			return text_err(err, elen, "live.fetch: URL of %zu bytes is too long", len);
+		memcpy(urls[n], u, len);
+		urls[n][len] = '\0';
+		if (u[len - 1] != '/')
+			memcpy(urls[n] + len, "/", 2);
+		n++;
+	}
+	if (n == 0)
+		return text_err(err, elen, "live.fetch= names no URL");
+	return n;
+}
+
+int nbd_spec_parse(const char *s, struct nbd_spec *out, char *err, size_t elen)
+{
+	const char *slash = strchr(s, '/'), *colon, *hend;
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	if (!slash || slash == s || !slash[1])
+		return text_err(err, elen, "live.nbd=%s: want HOST[:PORT]/EXPORT", s);
+	/* [v6]:port is not needed on a lab LAN: one colon at most */
+	colon = memchr(s, ':', (size_t)(slash - s));
+	hend = colon ? colon : slash;
+	if (hend == s)
+		return text_err(err, elen, "live.nbd=%s: no host before the port", s);
+	if ((size_t)(hend - s) >= sizeof(out->host) || strlen(slash + 1) >= sizeof(out->export))
+		return text_err(err, elen, "live.nbd=%s: host or export name too long", s);
+	memcpy(out->host, s, (size_t)(hend - s));
+	for (i = 0; out->host[i]; i++)
+		if (!isalnum((unsigned char)out->host[i]) && out->host[i] != '.' && out->host[i] != '-')
+			return text_err(err, elen, "live.nbd=%s: '%s' is not a host name or IPv4 address", s,
+					out->host);
+	if (colon) {
+		size_t n = (size_t)(slash - colon - 1);
+		unsigned long v = 0;
+
+		if (n == 0 || n > 5)
+			return text_err(err, elen, "live.nbd=%s: bad port", s);
+		for (i = 0; i < n; i++) {
+			if (!isdigit((unsigned char)colon[1 + i]))
+				return text_err(err, elen, "live.nbd=%s: bad port", s);
+			v = v * 10 + (unsigned long)(colon[1 + i] - '0');
+		}
+		if (v == 0 || v > 65535)
+			return text_err(err, elen, "live.nbd=%s: port %lu out of range", s, v);
+		memcpy(out->port, colon + 1, n);
+	} else {
+		memcpy(out->port, NBD_DEFAULT_PORT, sizeof(NBD_DEFAULT_PORT));
+	}
+	for (i = 0; slash[1 + i]; i++)
+		if (!isgraph((unsigned char)slash[1 + i]))
+			return text_err(err, elen, "live.nbd=%s: the export name holds a blank or control byte", s);
+	memcpy(out->export, slash + 1, strlen(slash + 1) + 1);
+	return 0;
+}

@@ -21,6 +21,21 @@ int net_parse_ip(const char *s, struct net_ip *out, char *err, size_t elen);
 /* BOOTIF=01-52-54-00-12-34-56 (ARP type 1, then the MAC) -> "52:54:00:12:34:56"; 0, or -1 when malformed. */
 int net_parse_bootif(const char *s, char mac[18]);
 
+/* live.fetch='s comma-separated URLs, each http://HOST[:PORT]/PATH, a '/' added at the end when missing; the
+ * count, or -1 with why in err. */
+#define FETCH_URL_MAX 8
+#define FETCH_URL_LEN 256
+int fetch_urls(const char *spec, char urls[][FETCH_URL_LEN], int max, char *err, size_t elen);
+
+/* live.nbd=HOST[:PORT]/EXPORT. 0, or -1 with why in err. */
+#define NBD_DEFAULT_PORT "10809"
+struct nbd_spec {
+	char host[128];
+	char port[8];
+	char export[128];
+};
+int nbd_spec_parse(const char *s, struct nbd_spec *out, char *err, size_t elen);
+
 struct net_if {
 	char name[16];
 	char mac[18];

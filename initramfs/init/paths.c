@@ -102,33 +102,37 @@ int paths_key(const char *path, char *out, size_t len)
 	return 0;
 }
 
-/* live.persist.paths, else the store's own paths file: parsed once into p->paths, which the mount uses. */
-int paths_select(struct plan *p, const char *vdir)
+/* live.persist.paths (parsed by plan_make), else the store's own paths file (parsed here, once): into b->paths,
+ * which the mount uses. */
+int paths_select(const struct plan *p, struct boot *b, const char *vdir)
 {
-	char file[PATH_LEN * 2], text[VALUE_MAX], err[300];
-	const char *from = "live.persist.paths";
+	char file[PATH_LEN * 2], text[VALUE_MAX], bad[300];
+	const char *from = "live.persist.paths", *err = p->persist_paths_bad;
 
-	text_fmt(text, sizeof(text), "%s", p->persist_paths);
-	if (!text[0]) {
+	if (p->persist_paths_given) {
+		b->npaths = p->npersist_paths;
+		memcpy(b->paths, p->persist_paths, sizeof(b->paths));
+	} else {
 		text_fmt(file, sizeof(file), "%s/" STORE_PATHS_CONF, vdir);
 		if (read_text(file, text, sizeof(text)) < 0) {
 			fail_clear();
 			return 0;
 		}
 		from = STORE_VDIR "/" STORE_PATHS_CONF;
+		b->npaths = paths_parse(text, b->paths, MAX_PATHS, bad, sizeof(bad));
+		err = bad;
 	}
-	p->npaths = paths_parse(text, p->paths, MAX_PATHS, err, sizeof(err));
 	if (err[0])
 		msg("persistence: %s: ignored (not an absolute path of the live root, under /proc, /sys, /dev, /run, or too long): %s",
 		    from, err);
-	if (p->npaths == 0)
+	if (b->npaths == 0)
 		msg("persistence: %s names no usable path: everything persists", from);
-	return p->npaths;
+	return b->npaths;
 }
 
 /* After the overlay: each persistent path gets its own overlay, the same layers below (their copy of
  * that directory) and an upper in the store, over the volatile root. */
-int paths_mount(struct plan *p)
+int paths_mount(const struct plan *p, struct boot *b)
 {
 	static char opts[4096];
 	char key[PATH_LEN], base[PATH_LEN * 2], up[PATH_LEN * 3], wk[PATH_LEN * 3], target[PATH_LEN * 2],
@@ -138,8 +142,8 @@ int paths_mount(struct plan *p)
 	bool fresh;
 	size_t used;
 
-	for (n = p->npaths, i = 0; i < n; i++) {
-		const char *path = p->paths[i];
+	for (n = b->npaths, i = 0; i < n; i++) {
+		const char *path = b->paths[i];
 
 		if (paths_key(path, key, sizeof(key)) != 0 ||
 		    path_fmt(base, sizeof(base), "%s/" LIVE_STORE "/" STORE_VDIR "/" STORE_PATHS "/%s", p->run_live,
@@ -164,8 +168,8 @@ int paths_mount(struct plan *p)
 			goto bad;
 		}
 		used = (size_t)snprintf(opts, sizeof(opts), "lowerdir=");
-		for (j = p->nlayers - 1; j >= 0; j--) {
-			if (path_fmt(lower, sizeof(lower), "%s%s", p->layer[j].dir, path) != 0)
+		for (j = b->nlayers - 1; j >= 0; j--) {
+			if (path_fmt(lower, sizeof(lower), "%s%s", b->layer[j].dir, path) != 0)
 				goto bad;
 			if (stat(lower, &st) != 0 || !S_ISDIR(st.st_mode))
 				continue;
@@ -189,8 +193,8 @@ bad:
 		bad++;
 	}
 	if (bad)
-		text_fmt(p->persist_result + strlen(p->persist_result),
-			 sizeof(p->persist_result) - strlen(p->persist_result),
+		text_fmt(b->persist_result + strlen(b->persist_result),
+			 sizeof(b->persist_result) - strlen(b->persist_result),
 			 "; %d of %d paths NOT persistent (see the console)", bad, n);
 	return 0;
 }

@@ -34,7 +34,7 @@ static void now_text(char *buf, size_t len, const char *fmt)
 
 /* meta: key=value, written to a temporary file and renamed, so a power cut leaves old or new. m is what the
  * store's meta said (NULL: it had none). */
-static int update_meta(const struct plan *p, const char *vdir, const struct meta *m)
+static int update_meta(const struct boot *b, const char *vdir, const struct meta *m)
 {
 	char path[PATH_LEN * 2], tmp[PATH_LEN * 2 + 8], created[40], now[40], body[1200];
 	const char *prev = m ? m->image : "";
@@ -44,12 +44,12 @@ static int update_meta(const struct plan *p, const char *vdir, const struct meta
 	now_text(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ");
 	text_fmt(path, sizeof(path), "%s/" STORE_META, vdir);
 	text_fmt(created, sizeof(created), "%s", m && m->created[0] ? m->created : now);
-	changed = prev[0] && strcmp(prev, p->id.uuid) != 0;
+	changed = prev[0] && strcmp(prev, b->id.uuid) != 0;
 	if (changed)
 		msg("persistence: the store was made for image %s, this is %s: used anyway (overlay index and metacopy, "
 		    "unsafe with a changed lower layer, are not used); recorded in the meta file",
-		    prev, p->id.uuid);
-	n = snprintf(body, sizeof(body), "format=%d\nimage=%s\ncreated=%s\nlast_used=%s\n", STORE_FORMAT, p->id.uuid,
+		    prev, b->id.uuid);
+	n = snprintf(body, sizeof(body), "format=%d\nimage=%s\ncreated=%s\nlast_used=%s\n", STORE_FORMAT, b->id.uuid,
 		     created, now);
 	if (n > 0 && changed && (size_t)n < sizeof(body))
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "previous_image=%s\nimage_changed=%s\n", prev, now);
@@ -87,7 +87,7 @@ static int mkdir_one(const char *dir, const char *sub)
 
 /* Mounted store -> versioned directory ready, reset done, bound on run_live/upper (or, read-only,
  * its upper added as the top lower layer). */
-static int use_store(struct plan *p, struct store *s, bool reset, const struct meta *m)
+static int use_store(const struct plan *p, struct boot *b, struct store *s, bool reset, const struct meta *m)
 {
 	char vdir[PATH_LEN * 2], upper[PATH_LEN * 2], aside[PATH_LEN * 2 + 40], stamp[40], target[PATH_LEN + 16];
 	struct statvfs vfs;
@@ -102,15 +102,15 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 			    s->what);
 			return 0;
 		}
-		if (p->nlayers == MAX_LAYERS)
+		if (b->nlayers == MAX_LAYERS)
 			return fail(E2BIG, "add the store as a layer: already %d layers", MAX_LAYERS);
-		l = &p->layer[p->nlayers];
+		l = &b->layer[b->nlayers];
 		memset(l, 0, sizeof(*l));
 		text_fmt(l->name, sizeof(l->name), "persist");
 		text_fmt(l->file, sizeof(l->file), "%s", s->dev);
 		text_fmt(l->dir, sizeof(l->dir), "%s", upper);
 		l->loop = -1;
-		p->nlayers++;
+		b->nlayers++;
 		return 0;
 	}
 	if (mkdir_one(s->dir, STORE_VDIR) != 0 || mkdir_one(vdir, STORE_WORK) != 0)
@@ -135,20 +135,20 @@ static int use_store(struct plan *p, struct store *s, bool reset, const struct m
 	if (mkdir_one(vdir, STORE_UPPER) != 0)
 		return -1;
 	/* a full store still holds the user's changes: it is used without a new meta */
-	if (update_meta(p, vdir, m) != 0) {
+	if (update_meta(b, vdir, m) != 0) {
 		msg("persistence: %s: %s: the meta file was not updated; the store is used as it is", fail_what(),
 		    strerror(fail_errno()));
 		fail_clear();
 	}
-	if (paths_select(p, vdir) > 0)
+	if (paths_select(p, b, vdir) > 0)
 		return 0;
 	if (path_fmt(target, sizeof(target), "%s/" LIVE_UPPER, p->run_live) != 0 || mkdir_p(target, 0755) != 0)
 		return -1;
 	if (do_mount(vdir, target, NULL, MS_BIND, NULL) != 0)
 		return -1;
-	text_fmt(p->upper_kind, sizeof(p->upper_kind), "store");
+	text_fmt(b->upper_kind, sizeof(b->upper_kind), "store");
 	if (statvfs(vdir, &vfs) == 0)
-		p->upper_bytes = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+		b->upper_bytes = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
 	return 0;
 }
 
@@ -199,7 +199,7 @@ static int mount_store(const struct store *s, struct meta *m, bool *have)
 	return -1;
 }
 
-int persist_upper(struct plan *p)
+int persist_upper(const struct plan *p, struct boot *b)
 {
 	struct store s;
 	struct statvfs vfs;
@@ -211,71 +211,71 @@ int persist_upper(struct plan *p)
 
 	memset(&s, 0, sizeof(s));
 	s.ro = p->persist_ro;
-	if (p->persist_kind == PK_OFF && (p->fetch[0] || p->nbd[0])) {
-		text_fmt(p->persist_result, sizeof(p->persist_result),
+	if (p->persist_kind == PK_OFF && p->net != NET_NONE) {
+		text_fmt(b->persist_result, sizeof(b->persist_result),
 			 "none: network boot (live.persist= naming a store on a local disk keeps changes)");
-		msg("persistence: %s", p->persist_result);
+		msg("persistence: %s", b->persist_result);
 		return stack_upper(p);
 	}
 	if (p->persist_kind == PK_OFF)
-		return saved_only_boot(p);
+		return saved_only_boot(p, b);
 	if (p->persist_kind == PK_BAD) {
-		text_fmt(p->persist_result, sizeof(p->persist_result),
+		text_fmt(b->persist_result, sizeof(b->persist_result),
 			 "none: live.persist=%s is not auto, off, LABEL=x, UUID=x, PARTUUID=x or file:PATH",
 			 p->persist);
-		msg("persistence: %s", p->persist_result);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		msg("persistence: %s", b->persist_result);
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	if (store_dirs(p, &s) != 0)
 		return -1;
-	found = store_find(p, p->persist_kind, &s, &loopfd, why, sizeof(why));
+	found = store_find(p, b, p->persist_kind, &s, &loopfd, why, sizeof(why));
 	if (!found) {
-		text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s", why);
-		msg("persistence: %s", p->persist_result);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s", why);
+		msg("persistence: %s", b->persist_result);
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	/* the store found as today, and only it, is asked for: another encrypted disk never is */
 	if (s.luks) {
 		char mapped[64];
 
-		if (luks_unlock(p, s.dev, s.what, s.ro, mapped, sizeof(mapped), why, sizeof(why)) != 0) {
-			text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s (not unlocked)", why);
+		if (luks_unlock(p, b, s.dev, s.what, s.ro, mapped, sizeof(mapped), why, sizeof(why)) != 0) {
+			text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s (not unlocked)", why);
 			msg("persistence: %s: not unlocked, nothing written to it; changes go to tmpfs", why);
 			store_release(&s, loopfd, false);
-			return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+			return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 		}
 		used = strlen(s.what);
 		text_fmt(s.what + used, sizeof(s.what) - used, " unlocked as %s", mapped);
 		text_fmt(s.dev, sizeof(s.dev), "%s", mapped);
 	}
 	if (store_check(&s) == 0 && mount_store(&s, &m, &have_meta) == 0) {
-		if (saved_plan(p, &s, loopfd) != 0)
+		if (saved_plan(p, b, &s, loopfd) != 0)
 			return -1;
-		if (p->nsaved && saved_mount(p, s.what))
-			stack_print(p);
-		if (use_store(p, &s, p->persist_reset, have_meta ? &m : NULL) == 0) {
+		if (b->nsaved && saved_mount(p, b, s.what))
+			stack_print(p, b);
+		if (use_store(p, b, &s, p->persist_reset, have_meta ? &m : NULL) == 0) {
 			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ?
 							 (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 :
 							 0;
 
-			for (i = 0; i < p->npaths; i++)
-				text_list_add(only, sizeof(only), p->paths[i], strlen(p->paths[i]));
-			text_fmt(p->persist_result, sizeof(p->persist_result), "%s %s, ext4, %llu MiB free%s%s%s",
+			for (i = 0; i < b->npaths; i++)
+				text_list_add(only, sizeof(only), b->paths[i], strlen(b->paths[i]));
+			text_fmt(b->persist_result, sizeof(b->persist_result), "%s %s, ext4, %llu MiB free%s%s%s",
 				 s.ro ? "read-only" : "store", s.what, mib, s.ro ? ", changes go to tmpfs" : "",
-				 p->npaths ? ", only " : "", only);
-			msg("persistence: %s, " STORE_VDIR " on %s/%s", p->persist_result, p->run_live,
+				 b->npaths ? ", only " : "", only);
+			msg("persistence: %s, " STORE_VDIR " on %s/%s", b->persist_result, p->run_live,
 			    s.ro      ? LIVE_LAYERS :
-			    p->npaths ? LIVE_STORE :
+			    b->npaths ? LIVE_STORE :
 					LIVE_UPPER);
 			if (loopfd >= 0 && close(loopfd) != 0)
 				msg("close %s: %s", s.dev, strerror(errno));
-			return s.ro || p->npaths ? stack_upper(p) : 0;
+			return s.ro || b->npaths ? stack_upper(p) : 0;
 		}
 		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
 		fail_clear();
-		if (p->nsaved) {
+		if (b->nsaved) {
 			msg("saved layers: left out with their store");
-			saved_unmount(p);
+			saved_unmount(b);
 		}
 		if (umount(s.dir) != 0)
 			msg("umount %s: %s", s.dir, strerror(errno));
@@ -283,9 +283,9 @@ int persist_upper(struct plan *p)
 		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
 		fail_clear();
 	}
-	text_fmt(p->persist_result, sizeof(p->persist_result), "none: %s not usable (see above)", s.what);
+	text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s not usable (see above)", s.what);
 	if (s.luks)
-		luks_close(p);
+		luks_close(b);
 	store_release(&s, loopfd, false);
-	return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+	return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 }

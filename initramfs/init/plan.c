@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "liveunion/contract.h"
+#include "paths.h"
 #include "text.h"
 
 const char *plan_step_name(enum step_id s)
@@ -65,13 +66,18 @@ static void clamp(struct plan *p, unsigned long long mem_total)
  * live.persist= names a store; live.toram has nothing left to do. */
 static void plan_net(const struct cmdline *c, struct plan *p)
 {
+	const char *fetch = c->v[K_FETCH].s, *nbd = c->v[K_NBD].s;
 	char err[160];
 
-	copy(p->fetch, sizeof(p->fetch), c->v[K_FETCH].s);
-	copy(p->nbd, sizeof(p->nbd), c->v[K_NBD].s);
-	if (p->fetch[0] && p->nbd[0]) {
+	if (fetch[0] && nbd[0])
 		note(p, "both live.fetch= and live.nbd= given: live.fetch= used");
-		p->nbd[0] = '\0';
+	p->net = fetch[0] ? NET_FETCH : nbd[0] ? NET_NBD : NET_NONE;
+	if (p->net == NET_FETCH) {
+		p->nfetch = fetch_urls(fetch, p->fetch, FETCH_URL_MAX, p->net_bad, sizeof(p->net_bad));
+		if (p->nfetch < 0)
+			p->nfetch = 0;
+	} else if (p->net == NET_NBD && nbd_spec_parse(nbd, &p->nbd, p->net_bad, sizeof(p->net_bad)) != 0) {
+		memset(&p->nbd, 0, sizeof(p->nbd));
 	}
 	if (net_parse_ip(c->ip, &p->ip, err, sizeof(err)) != 0) {
 		note(p, "%s: DHCP on any interface used", err);
@@ -82,16 +88,86 @@ static void plan_net(const struct cmdline *c, struct plan *p)
 		note(p, "BOOTIF=%s is not 01-xx-xx-xx-xx-xx-xx: ignored", c->bootif);
 		p->bootif_mac[0] = '\0';
 	}
-	if (!p->fetch[0] && !p->nbd[0])
+	if (p->net == NET_NONE)
 		return;
 	if (p->persist_kind == PK_AUTO && !p->iso_path[0]) {
 		p->persist_kind = PK_OFF;
 		copy(p->persist, sizeof(p->persist), "off");
 	}
-	if (p->fetch[0] && p->toram) {
+	if (p->net == NET_FETCH && p->toram) {
 		note(p, "live.toram with live.fetch=: the layers are downloaded into RAM anyway");
 		p->toram = false;
 	}
+	/* Nothing downloaded is booted unread: the layers are read in full through dm-verity at mount, so an altered
+	 * file stops the boot naming its layer instead of failing later inside the running system. */
+	if (p->net == NET_FETCH)
+		p->check = p->verify_mode == VERIFY_ON;
+}
+
+/* live.layers=: entries NAME or -NAME; an empty one, or a lone "-", names nothing. */
+static void plan_layers(const char *list, struct plan *p)
+{
+	const char *s = list, *e;
+	size_t l;
+
+	copy(p->layers_wanted, sizeof(p->layers_wanted), list);
+	while (text_item(&s, ",", &e, &l)) {
+		struct layer_pick *k = &p->pick[p->npicks];
+		size_t ex = l > 0 && e[0] == '-';
+
+		if (l <= ex)
+			continue;
+		if (p->npicks == MAX_PICKS) {
+			note(p, "live.layers= has more than %d entries: the rest ignored", MAX_PICKS);
+			return;
+		}
+		k->exclude = ex;
+		k->too_long = l - ex >= sizeof(k->name);
+		text_fmt(k->name, sizeof(k->name), "%.*s", (int)(l - ex), e + ex);
+		p->npicks++;
+	}
+}
+
+/* live.verify=: NAME:HEX entries, kept as written; plan_root_hash judges the one a layer needs, so an entry for a
+ * layer that is not booted stops nothing. Off or empty: no entries. */
+static void plan_verify(const char *spec, struct plan *p)
+{
+	const char *s = spec, *e, *colon;
+	size_t l, n, i;
+
+	p->verify_mode = !spec[0] ? VERIFY_NONE : strcmp(spec, "off") == 0 ? VERIFY_OFF : VERIFY_ON;
+	if (p->verify_mode != VERIFY_ON)
+		return;
+	while (text_item(&s, ",", &e, &l)) {
+		struct verify_entry *v = &p->verify[p->nverify];
+
+		colon = memchr(e, ':', l);
+		n = colon ? (size_t)(colon - e) : 0;
+		if (!colon || n >= sizeof(v->name)) /* names no layer: layer names are shorter */
+			continue;
+		if (p->nverify == MAX_VERIFY) {
+			note(p, "live.verify= has more than %d entries: the rest ignored", MAX_VERIFY);
+			return;
+		}
+		memcpy(v->name, e, n);
+		v->name[n] = '\0';
+		v->digits = l - n - 1;
+		v->hex = true;
+		for (i = 0; i < v->digits; i++)
+			v->hex &= isxdigit((unsigned char)colon[1 + i]) != 0;
+		text_fmt(v->hash, sizeof(v->hash), "%.*s", (int)(v->digits < ROOT_HASH_LEN ? v->digits : ROOT_HASH_LEN),
+			 colon + 1);
+		p->nverify++;
+	}
+}
+
+/* live.persist.paths: parsed here; what it refused is said when the store is mounted (paths_select). */
+static void plan_paths(const char *list, struct plan *p)
+{
+	p->persist_paths_given = list[0] != '\0';
+	if (p->persist_paths_given)
+		p->npersist_paths = paths_parse(list, p->persist_paths, MAX_PATHS, p->persist_paths_bad,
+						sizeof(p->persist_paths_bad));
 }
 
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
@@ -113,25 +189,22 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	p->debug = c->v[K_DEBUG].flag;
 	p->break_step = c->v[K_BREAK].choice < 0 ? S_NONE : c->v[K_BREAK].choice;
 	copy(p->init, sizeof(p->init), c->v[K_INIT].s);
-	copy(p->layer_filter, sizeof(p->layer_filter), c->v[K_LAYERS].s);
 	copy(p->persist, sizeof(p->persist), c->v[K_PERSIST].s);
-	copy(p->verify, sizeof(p->verify), c->v[K_VERIFY].s);
-	p->verify_mode = !p->verify[0] ? VERIFY_NONE : strcmp(p->verify, "off") == 0 ? VERIFY_OFF : VERIFY_ON;
 	p->persist_kind = plan_persist_kind(p->persist);
 	if (p->persist_kind == PK_LABEL || p->persist_kind == PK_UUID || p->persist_kind == PK_PARTUUID ||
 	    p->persist_kind == PK_FILE)
 		copy(p->persist_arg, sizeof(p->persist_arg), strpbrk(p->persist, "=:") + 1);
 	p->persist_ro = c->v[K_PERSISTRO].flag;
 	p->persist_reset = c->v[K_PERSISTRESET].flag;
-	copy(p->persist_paths, sizeof(p->persist_paths), c->v[K_PERSISTPATHS].s);
 	p->persist_timeout = (unsigned)c->v[K_PERSISTTIMEOUT].u;
 	copy(p->run_live, sizeof(p->run_live), run_live);
 	copy(p->newroot, sizeof(p->newroot), newroot);
 	p->facts = *f;
 	p->upper_bytes = cmdline_size_resolve(&p->size, f->mem_total);
 	clamp(p, f->mem_total);
-	copy(p->upper_kind, sizeof(p->upper_kind), "tmpfs");
-	copy(p->medium_fstype, sizeof(p->medium_fstype), "iso9660");
+	plan_layers(c->v[K_LAYERS].s, p);
+	plan_verify(c->v[K_VERIFY].s, p);
+	plan_paths(c->v[K_PERSISTPATHS].s, p);
 	/* GRUB's iso_path is absolute; a relative one is read from the partition's top */
 	if (c->v[K_ISO].s[0]) {
 		int n = snprintf(p->iso_path, sizeof(p->iso_path), "%s%s", c->v[K_ISO].s[0] == '/' ? "" : "/",
@@ -146,30 +219,33 @@ void plan_make(const struct cmdline *c, const struct facts *f, const char *run_l
 	plan_net(c, p);
 }
 
-int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen)
+void plan_boot_init(const struct plan *p, struct boot *b)
 {
-	const char *s = spec, *p;
-	size_t n = strlen(name), i, l;
-	int found = 0;
+	memset(b, 0, sizeof(*b));
+	b->upper_bytes = p->upper_bytes;
+	copy(b->upper_kind, sizeof(b->upper_kind), "tmpfs");
+	copy(b->medium_fstype, sizeof(b->medium_fstype), "iso9660");
+}
+
+int plan_root_hash(const struct plan *p, const char *name, char *hash, size_t hlen, char *err, size_t elen)
+{
+	int found = 0, i;
 
 	if (hlen)
 		hash[0] = '\0';
-	while (text_item(&s, ",", &p, &l)) {
-		if (l > n && p[n] == ':' && strncmp(p, name, n) == 0) {
-			size_t hl = l - n - 1;
+	for (i = 0; i < p->nverify; i++) {
+		const struct verify_entry *v = &p->verify[i];
 
-			if (found++)
-				return text_err(err, elen, "live.verify= lists layer %s twice", name);
-			if (hl < 32 || hl % 2 || hl + 1 > hlen)
-				return text_err(err, elen, "live.verify= root hash of layer %s has %zu digits", name,
-						hl);
-			for (i = 0; i < hl; i++)
-				if (!isxdigit((unsigned char)p[n + 1 + i]))
-					return text_err(err, elen,
-							"live.verify= root hash of layer %s is not hexadecimal", name);
-			memcpy(hash, p + n + 1, hl);
-			hash[hl] = '\0';
-		}
+		if (strcmp(v->name, name) != 0)
+			continue;
+		if (found++)
+			return text_err(err, elen, "live.verify= lists layer %s twice", name);
+		if (v->digits < 32 || v->digits % 2 || v->digits + 1 > hlen || v->digits > ROOT_HASH_LEN)
+			return text_err(err, elen, "live.verify= root hash of layer %s has %zu digits", name,
+					v->digits);
+		if (!v->hex)
+			return text_err(err, elen, "live.verify= root hash of layer %s is not hexadecimal", name);
+		memcpy(hash, v->hash, v->digits + 1);
 	}
 	if (!found)
 		return text_err(err, elen,
@@ -179,13 +255,13 @@ int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen
 	return 0;
 }
 
-bool plan_toram_fits(const struct plan *p, char *note, size_t nlen)
+bool plan_toram_fits(const struct plan *p, const struct boot *b, char *note, size_t nlen)
 {
 	unsigned long long need = RAM_RESERVE;
 	int i;
 
-	for (i = 0; i < p->nlayers; i++)
-		need += p->layer[i].bytes;
+	for (i = 0; i < b->nlayers; i++)
+		need += b->layer[i].bytes;
 	if (need <= p->facts.mem_available) {
 		text_err(note, nlen, "need %llu MiB, MemAvailable %llu MiB", need >> 20, p->facts.mem_available >> 20);
 		return true;
@@ -216,7 +292,7 @@ static void put(struct out *o, const char *fmt, ...)
 	o->used += (size_t)n < o->len - o->used ? (size_t)n : o->len - o->used - 1;
 }
 
-size_t plan_print(const struct plan *p, char *buf, size_t len)
+size_t plan_print(const struct plan *p, const struct boot *b, char *buf, size_t len)
 {
 	struct out o = {buf, len, 0};
 	int i, n;
@@ -231,34 +307,44 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 		put(&o, "size=%llu\n", p->size.n);
 	put(&o, "toram=%d\npanic=%d\ncheck=%d\ndebug=%d\n", p->toram, p->panic, p->check, p->debug);
 	put(&o, "break=%s\n", p->break_step == S_NONE ? "" : plan_step_name(p->break_step));
-	put(&o, "init=%s\nlayers.wanted=%s\npersist=%s\nverify=%s\n", p->init, p->layer_filter, p->persist, p->verify);
+	put(&o, "init=%s\nlayers.wanted=%s\npersist=%s\n", p->init, p->layers_wanted, p->persist);
 	put(&o, "mem.total=%llu\nmem.available=%llu\n", p->facts.mem_total, p->facts.mem_available);
-	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", p->upper_kind, p->upper_bytes);
-	put(&o, "medium.device=%s\nmedium.label=%s\nmedium.uuid=%s\n", p->device, p->id.label, p->id.uuid);
-	if (p->fetch[0] || p->nbd[0])
-		put(&o, "medium.%s=%s\nnet=%s\n", p->fetch[0] ? "fetch" : "nbd", p->fetch[0] ? p->fetch : p->nbd,
-		    p->net_result);
+	put(&o, "upper.kind=%s\nupper.bytes=%llu\n", b->upper_kind, b->upper_bytes);
+	put(&o, "medium.device=%s\nmedium.label=%s\nmedium.uuid=%s\n", b->device, b->id.label, b->id.uuid);
+	if (p->net == NET_FETCH) {
+		put(&o, "medium.fetch=");
+		for (i = 0; i < p->nfetch; i++)
+			put(&o, "%s%s", i ? "," : "", p->fetch[i]);
+		put(&o, "\nnet=%s\n", b->net_result);
+	} else if (p->net == NET_NBD) {
+		put(&o, "medium.nbd=%s%s%s%s%s\nnet=%s\n", p->nbd.host, p->nbd.host[0] ? ":" : "", p->nbd.port,
+		    p->nbd.host[0] ? "/" : "", p->nbd.export, b->net_result);
+	}
 	if (p->iso_path[0])
-		put(&o, "medium.iso=%s\nmedium.iso.host=%s\nmedium.iso.fstype=%s\n", p->iso_path, p->iso_host,
-		    p->iso_fstype);
+		put(&o, "medium.iso=%s\nmedium.iso.host=%s\nmedium.iso.fstype=%s\n", p->iso_path, b->iso_host,
+		    b->iso_fstype);
 	put(&o, "layers=");
-	for (i = 0; i < p->nlayers; i++)
-		put(&o, "%s%s", i ? "," : "", p->layer[i].name);
+	for (i = 0; i < b->nlayers; i++)
+		put(&o, "%s%s", i ? "," : "", b->layer[i].name);
 	put(&o, "\nlayers.saved=");
-	for (i = 0, n = 0; i < p->nlayers; i++)
-		if (p->layer[i].saved)
-			put(&o, "%s%s", n++ ? "," : "", p->layer[i].name);
-	put(&o, "\n" PLAN_LAYERS_EXCLUDED "=%s\n", p->layers_excluded);
-	put(&o, "verify.mode=%s\nverify.result=%s\ncheck.result=%s\n",
-	    p->verify_mode == VERIFY_ON  ? "on" :
-	    p->verify_mode == VERIFY_OFF ? "off" :
-					   "none",
-	    p->verify_result, p->check_result);
-	for (i = 0; i < p->nlayers; i++) {
-		const struct layer *l = &p->layer[i];
+	for (i = 0, n = 0; i < b->nlayers; i++)
+		if (b->layer[i].saved)
+			put(&o, "%s%s", n++ ? "," : "", b->layer[i].name);
+	put(&o, "\n" PLAN_LAYERS_EXCLUDED "=%s\n", b->layers_excluded);
+	put(&o, "verify.mode=%s\n", p->verify_mode == VERIFY_ON ? "on" : p->verify_mode == VERIFY_OFF ? "off" : "none");
+	/* the root hashes the command line gives, as given; which layer each guards is said per layer below */
+	for (i = 0; i < p->nverify; i++)
+		put(&o, "verify.root_hash.%s=%s\n", p->verify[i].name, p->verify[i].hash);
+	put(&o, "verify.result=%s\ncheck.result=%s\n", b->verify_result, b->check_result);
+	for (i = 0; i < b->nlayers; i++) {
+		const struct layer *l = &b->layer[i];
 
 		put(&o, "layer.%s.file=%s\nlayer.%s.dir=%s\nlayer.%s.bytes=%llu\n", l->name, l->file, l->name, l->dir,
 		    l->name, l->bytes);
+		if (l->root_hash[0])
+			put(&o, "layer.%s.root_hash=%s\n", l->name, l->root_hash);
+		else if (p->verify_mode == VERIFY_ON && !l->saved)
+			put(&o, "layer.%s.root_hash=none: %s\n", l->name, l->no_hash);
 		if (l->loop >= 0)
 			put(&o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
 		if (l->dm_minor >= 0)
@@ -266,20 +352,18 @@ size_t plan_print(const struct plan *p, char *buf, size_t len)
 		if (l->saved)
 			put(&o, "layer.%s.from=store\n", l->name);
 	}
-	put(&o, "toram.result=%s\n", p->toram_result);
+	put(&o, "toram.result=%s\n", b->toram_result);
 	put(&o, "persist.flags=%s%s%s\npersist.paths=", p->persist_ro ? "ro" : "",
 	    p->persist_ro && p->persist_reset ? "," : "", p->persist_reset ? "reset" : "");
-	if (p->npaths == 0)
-		put(&o, "%s", p->persist_paths);
-	for (i = 0; i < p->npaths; i++)
-		put(&o, "%s%s", i ? "," : "", p->paths[i]);
-	put(&o, "\npersist.result=%s\n", p->persist_result);
-	put(&o, "kernel=%s\nkernel.overlay=%s\n", p->kernel, p->kernel_overlay);
+	for (i = 0; i < (b->npaths ? b->npaths : p->npersist_paths); i++)
+		put(&o, "%s%s", i ? "," : "", b->npaths ? b->paths[i] : p->persist_paths[i]);
+	put(&o, "\npersist.result=%s\n", b->persist_result);
+	put(&o, "kernel=%s\nkernel.overlay=%s\n", b->kernel, b->kernel_overlay);
 	put(&o, "steps=");
 	for (i = 0; i < S_COUNT; i++)
 		put(&o, "%s%s", i ? "," : "", plan_step_name(i));
 	put(&o, "\ndone=");
-	for (i = 0; i < p->done && i < S_COUNT; i++)
+	for (i = 0; i < b->done && i < S_COUNT; i++)
 		put(&o, "%s%s", i ? "," : "", plan_step_name(i));
 	put(&o, "\n");
 	return o.used;

@@ -20,8 +20,11 @@ struct layer {
 	char dir[PATH_LEN];  /* its mount point under run_live/layers */
 	unsigned long long bytes;
 	int loop; /* loop device number, -1 before attaching */
-	/* dm-verity (live.verify=): the hash tree file beside the layer, its loop device, the dm device */
+	/* dm-verity (live.verify=): the root hash the plan gives this layer, attached when the layer is chosen ("" with
+	 * why in no_hash when live.verify= has none for it), the hash tree file beside the layer, its loop device, the
+	 * dm device */
 	char root_hash[ROOT_HASH_LEN + 1];
+	char no_hash[200];
 	char hash_file[PATH_LEN];
 	int hash_loop; /* -1 when not verified */
 	int dm_minor;  /* -1 when not verified; the layer is mounted from /dev/dm-N */
@@ -34,14 +37,34 @@ enum persist_kind { PK_AUTO, PK_OFF, PK_LABEL, PK_UUID, PK_PARTUUID, PK_FILE, PK
 
 /* live.verify= forms. */
 enum verify_mode { VERIFY_NONE, VERIFY_OFF, VERIFY_ON };
+/* One NAME:HEX entry of live.verify=, as written: plan_root_hash judges it for the layer it names. */
+struct verify_entry {
+	char name[64];
+	char hash[ROOT_HASH_LEN + 1]; /* the first ROOT_HASH_LEN digits */
+	size_t digits;                /* how many were written */
+	bool hex;                     /* all of them hexadecimal */
+};
+#define MAX_VERIFY (MAX_LAYERS * 2)
+
+/* One live.layers= entry: a layer's whole stem (20-desktop) or its name without the number (desktop); exclude
+ * for "-name". */
+struct layer_pick {
+	char name[64];
+	bool exclude;
+	bool too_long; /* longer than a layer name may be: names none, so it is refused as unknown */
+};
+#define MAX_PICKS (MAX_LAYERS * 2)
+
+/* Where the layers come from over the network: live.fetch= or live.nbd= (at most one of them). */
+enum net_boot { NET_NONE, NET_FETCH, NET_NBD };
 
 /* What the init found out before planning. */
 struct facts {
 	unsigned long long mem_total, mem_available; /* bytes, from /proc/meminfo */
 };
 
+/* The command line's decisions, each key parsed once (plan_make); const once made. */
 struct plan {
-	/* From the command line. */
 	char medium_spec[VALUE_MAX];
 	struct medium_want want;
 	unsigned timeout;
@@ -49,18 +72,29 @@ struct plan {
 	bool toram, panic, check, debug;
 	int break_step; /* S_NONE or the step to stop before */
 	char init[VALUE_MAX];
-	char layer_filter[VALUE_MAX];
+	char layers_wanted[VALUE_MAX]; /* live.layers= as written, for the messages */
+	int npicks;
+	struct layer_pick pick[MAX_PICKS];
 	char persist[VALUE_MAX]; /* live.persist= as written, for the messages */
 	enum persist_kind persist_kind;
 	char persist_arg[VALUE_MAX]; /* what follows LABEL=, UUID=, PARTUUID= or file: */
 	bool persist_ro, persist_reset;
-	unsigned persist_timeout;      /* live.persist.timeout: seconds to wait for a store's passphrase, 0 for ever */
-	char persist_paths[VALUE_MAX]; /* live.persist.paths as written */
-	char verify[VALUE_MAX];
+	unsigned persist_timeout; /* live.persist.timeout: seconds to wait for a store's passphrase, 0 for ever */
+	/* live.persist.paths: given (else the store's paths.conf decides), the usable paths, what was refused */
+	bool persist_paths_given;
+	int npersist_paths;
+	char persist_paths[MAX_PATHS][PATH_LEN];
+	char persist_paths_bad[300];
 	enum verify_mode verify_mode;
-	/* Network boot: live.fetch= URLs or live.nbd= HOST[:PORT]/EXPORT (at most one of them), ip=, BOOTIF= */
-	char fetch[VALUE_MAX];
-	char nbd[VALUE_MAX];
+	int nverify;
+	struct verify_entry verify[MAX_VERIFY];
+	/* Network boot, ip=, BOOTIF=. A bad live.fetch= or live.nbd= is said by the medium step (net_bad), as a
+	 * medium that is not found would be. */
+	enum net_boot net;
+	int nfetch;
+	char fetch[FETCH_URL_MAX][FETCH_URL_LEN];
+	struct nbd_spec nbd;
+	char net_bad[300];
 	struct net_ip ip;
 	char bootif_mac[18];
 
@@ -68,21 +102,25 @@ struct plan {
 	char run_live[PATH_LEN]; /* /run/live */
 	char newroot[PATH_LEN];  /* /newroot */
 
-	/* Facts and decisions. */
 	struct facts facts;
-	unsigned long long upper_bytes;
+	unsigned long long upper_bytes; /* of a tmpfs upper */
+	/* live.iso=: the ISO is a file on a partition (a multi-boot stick), absolute, on the host partition */
+	char iso_path[PATH_LEN];
+	char adjusted[400]; /* values plan_make clamped (live.size=, live.timeout=), said on the console; "" if none */
+};
+
+/* What carrying the plan out found and did: the steps fill it. */
+struct boot {
 	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
 	char device[PATH_LEN];
 	char medium_fstype[16]; /* iso9660; a host test without iso9660 mounts a stand-in */
-	/* live.iso=: the ISO is a file on a partition (a multi-boot stick); device is then the loop device */
-	char iso_path[PATH_LEN]; /* absolute, on the host partition */
-	char iso_host[PATH_LEN]; /* the partition holding it ("/dev/sdb2"), once found */
-	char iso_fstype[16];     /* its filesystem */
+	char iso_host[PATH_LEN]; /* live.iso=: the partition holding it ("/dev/sdb2"), once found; device is then the loop device */
+	char iso_fstype[16]; /* its filesystem */
 	struct iso_id id;
 	int nlayers; /* bottom first */
 	struct layer layer[MAX_LAYERS];
 	char layers_excluded[VALUE_MAX]; /* layers on the medium (or saved in the store) that live.layers= left out */
-	char layers_unknown[VALUE_MAX];  /* live.layers= entries that name no layer found so far */
+	bool pick_unknown[MAX_PICKS];    /* live.layers= entries that name no layer found so far */
 	int nsaved; /* how many of the layers (the top ones below a persist layer) come from the store */
 	char verify_result[200];
 	char check_result[200];
@@ -90,12 +128,12 @@ struct plan {
 	char persist_result[PATH_LEN + 200];
 	int npaths; /* the store is mounted and only these paths go to it (paths.c) */
 	char paths[MAX_PATHS][PATH_LEN];
-	char net_result[200];     /* the interface, its address and how it got it; "" before the network step */
-	char nbd_device[32];      /* live.nbd=: /dev/nbdN once connected */
-	char kernel[8];           /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
-	char kernel_overlay[200]; /* which overlay module runs (modload.c) */
-	int done;                 /* steps finished, in order */
-	char adjusted[400]; /* values plan_make clamped (live.size=, live.timeout=), said on the console; "" if none */
+	char net_result[200];           /* the interface, its address and how it got it; "" before the network step */
+	char nbd_device[32];            /* live.nbd=: /dev/nbdN once connected */
+	char kernel[8];                 /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
+	char kernel_overlay[200];       /* which overlay module runs (modload.c) */
+	int done;                       /* steps finished, in order */
+	unsigned long long upper_bytes; /* the upper's room: the plan's tmpfs, or what the store has free */
 };
 
 enum persist_kind plan_persist_kind(const char *spec);
@@ -107,11 +145,13 @@ enum persist_kind plan_persist_kind(const char *spec);
 #define RAM_RESERVE (64ULL << 20)
 void plan_make(const struct cmdline *c, const struct facts *f, const char *run_live, const char *newroot,
 	       struct plan *p);
+/* A boot state before the first step: nothing found yet, a tmpfs upper, an iso9660 medium. */
+void plan_boot_init(const struct plan *p, struct boot *b);
 /* The root hash live.verify= gives for a layer: 0 and the hex digits in hash; -1 with why in err
  * (not listed, listed twice, not hex). */
-int plan_verify_hash(const char *spec, const char *name, char *hash, size_t hlen, char *err, size_t elen);
+int plan_root_hash(const struct plan *p, const char *name, char *hash, size_t hlen, char *err, size_t elen);
 /* Whether copying the layers to RAM leaves enough memory; the why goes to note. */
-bool plan_toram_fits(const struct plan *p, char *note, size_t nlen);
-/* key=value lines. Returns the length written (truncated to len-1). */
-size_t plan_print(const struct plan *p, char *buf, size_t len);
+bool plan_toram_fits(const struct plan *p, const struct boot *b, char *note, size_t nlen);
+/* key=value lines: the plan, then what the boot did so far. Returns the length written (truncated to len-1). */
+size_t plan_print(const struct plan *p, const struct boot *b, char *buf, size_t len);
 #endif

@@ -18,7 +18,7 @@
 /* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
  * (layers_add_saved; what is left out and why goes to the console). Returns how many, 0 when there is no
  * such directory, -1 with fail() set when it cannot be read. */
-static int saved_pick(struct plan *p, const char *store_dir)
+static int saved_pick(const struct plan *p, struct boot *b, const char *store_dir)
 {
 	static char names[MAX_LAYERS * 2][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 2];
@@ -35,22 +35,22 @@ static int saved_pick(struct plan *p, const char *store_dir)
 		fail_clear();
 		return 0;
 	}
-	before = strlen(p->layers_excluded);
-	added = layers_add_saved(p, list, n, dir, note, sizeof(note));
+	before = strlen(b->layers_excluded);
+	added = layers_add_saved(p, b, list, n, dir, note, sizeof(note));
 	if (note[0])
 		msg("saved layers: left out: %s", note);
-	if (strlen(p->layers_excluded) > before)
-		msg("live.layers=%s leaves out the saved layer(s): %s", p->layer_filter,
-		    p->layers_excluded + before + (before > 0));
+	if (strlen(b->layers_excluded) > before)
+		msg("live.layers=%s leaves out the saved layer(s): %s", p->layers_wanted,
+		    b->layers_excluded + before + (before > 0));
 	return added;
 }
 
-int saved_mount(struct plan *p, const char *what)
+int saved_mount(const struct plan *p, struct boot *b, const char *what)
 {
-	int i = p->nlayers - p->nsaved;
+	int i = b->nlayers - b->nsaved;
 
-	while (i < p->nlayers) {
-		struct layer *l = &p->layer[i];
+	while (i < b->nlayers) {
+		struct layer *l = &b->layer[i];
 
 		if (p->verify_mode == VERIFY_ON)
 			msg("WARNING: saved layer %s (from the store %s) is not covered by dm-verity: the boot menu has no "
@@ -63,46 +63,46 @@ int saved_mount(struct plan *p, const char *what)
 		/* one damaged saved layer must not keep the system from booting: loud, then without it */
 		msg("saved layer %s is LEFT OUT: %s: %s", l->name, fail_what(), strerror(fail_errno()));
 		fail_clear();
-		memmove(l, l + 1, (size_t)(p->nlayers - i - 1) * sizeof(*l));
-		p->nlayers--;
-		p->nsaved--;
+		memmove(l, l + 1, (size_t)(b->nlayers - i - 1) * sizeof(*l));
+		b->nlayers--;
+		b->nsaved--;
 	}
-	return p->nsaved;
+	return b->nsaved;
 }
 
-void saved_unmount(struct plan *p)
+void saved_unmount(struct boot *b)
 {
 	int i;
 
-	for (i = p->nlayers - p->nsaved; i < p->nlayers; i++)
-		if (p->layer[i].loop >= 0 && umount(p->layer[i].dir) != 0)
-			msg("umount %s: %s", p->layer[i].dir, strerror(errno));
-	layers_drop_saved(p);
+	for (i = b->nlayers - b->nsaved; i < b->nlayers; i++)
+		if (b->layer[i].loop >= 0 && umount(b->layer[i].dir) != 0)
+			msg("umount %s: %s", b->layer[i].dir, strerror(errno));
+	layers_drop_saved(b);
 }
 
-int saved_check_filter(const struct plan *p)
+int saved_check_filter(const struct plan *p, const struct boot *b)
 {
 	char err[VALUE_MAX + 200];
 
-	if (layers_check_filter(p, err, sizeof(err)) != 0)
+	if (layers_check_filter(p, b, err, sizeof(err)) != 0)
 		return fail(ENOENT, "choose layers: %s", err);
 	return 0;
 }
 
-int saved_plan(struct plan *p, struct store *s, int loopfd)
+int saved_plan(const struct plan *p, struct boot *b, struct store *s, int loopfd)
 {
-	if (saved_pick(p, s->dir) < 0) {
+	if (saved_pick(p, b, s->dir) < 0) {
 		msg("saved layers: %s: %s; none used", fail_what(), strerror(fail_errno()));
 		fail_clear();
 	}
-	if (saved_check_filter(p) == 0)
+	if (saved_check_filter(p, b) == 0)
 		return 0;
-	layers_drop_saved(p);
+	layers_drop_saved(b);
 	store_release(s, loopfd, true);
 	return -1;
 }
 
-int saved_only_boot(struct plan *p)
+int saved_only_boot(const struct plan *p, struct boot *b)
 {
 	struct store s;
 	struct sb sb;
@@ -111,18 +111,18 @@ int saved_only_boot(struct plan *p)
 
 	memset(&s, 0, sizeof(s));
 	s.ro = true;
-	text_fmt(p->persist_result, sizeof(p->persist_result), "none: live.persist=off");
+	text_fmt(b->persist_result, sizeof(b->persist_result), "none: live.persist=off");
 	if (store_dirs(p, &s) != 0)
 		return -1;
-	if (!store_find(p, PK_AUTO, &s, &loopfd, why, sizeof(why))) {
+	if (!store_find(p, b, PK_AUTO, &s, &loopfd, why, sizeof(why))) {
 		msg("persistence: none: live.persist=off; no saved layers (%s)", why);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	if (s.luks) { /* live.persist=off asks for nothing */
 		msg("persistence: none: live.persist=off; the store %s is encrypted and not unlocked: no saved layers",
 		    s.what);
 		store_release(&s, loopfd, false);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	/* no e2fsck here (nothing may be written), so a store the kernel marked damaged is not read at all */
 	if (store_read_sb(s.dev, &sb) == 0 && sb.ext && sb.errors) {
@@ -130,7 +130,7 @@ int saved_only_boot(struct plan *p)
 		    "no saved layers",
 		    s.what, s.dev);
 		store_release(&s, loopfd, false);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	if (store_read_sb(s.dev, &sb) != 0 || !sb.ext ||
 	    do_mount(s.dev, s.dir, "ext4", MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload") != 0) {
@@ -138,16 +138,16 @@ int saved_only_boot(struct plan *p)
 		    s.what, sb.ext ? fail_what() : "not ext2/3/4", strerror(sb.ext ? fail_errno() : EINVAL));
 		fail_clear();
 		store_release(&s, loopfd, false);
-		return saved_check_filter(p) == 0 ? stack_upper(p) : -1;
+		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
 	}
 	if (sb.recover)
 		msg("persistence: live.persist=off: the store %s has a journal to replay (a power cut?); it is read "
 		    "without replaying it, so the newest saved layer may be missing or damaged: boot once with "
 		    "persistence to replay it",
 		    s.what);
-	if (saved_plan(p, &s, loopfd) != 0)
+	if (saved_plan(p, b, &s, loopfd) != 0)
 		return -1;
-	n = saved_mount(p, s.what);
+	n = saved_mount(p, b, s.what);
 	if (n == 0) {
 		msg("persistence: none: live.persist=off; no saved layers stacked from %s", s.what);
 		store_release(&s, loopfd, true);
@@ -155,10 +155,10 @@ int saved_only_boot(struct plan *p)
 	}
 	if (loopfd >= 0 && close(loopfd) != 0)
 		msg("close %s: %s", s.dev, strerror(errno));
-	text_fmt(p->persist_result, sizeof(p->persist_result),
+	text_fmt(b->persist_result, sizeof(b->persist_result),
 		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay", n,
 		 s.what);
-	msg("persistence: %s; changes go to tmpfs", p->persist_result);
-	stack_print(p);
+	msg("persistence: %s; changes go to tmpfs", b->persist_result);
+	stack_print(p, b);
 	return stack_upper(p);
 }

@@ -17,7 +17,7 @@
 #include "util.h"
 #include "verity.h"
 
-int stack_medium(struct plan *p)
+int stack_medium(const struct plan *p, const struct boot *b)
 {
 	char dir[PATH_LEN + 16];
 
@@ -25,32 +25,32 @@ int stack_medium(struct plan *p)
 		return fail(ENAMETOOLONG, "medium mount point under %s", p->run_live);
 	if (mkdir_p(dir, 0755) != 0)
 		return -1;
-	if (do_mount(p->device, dir, p->medium_fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0)
+	if (do_mount(b->device, dir, b->medium_fstype, MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) != 0)
 		return -1;
-	msg("mounted %s (%s) on %s read-only", p->device, p->medium_fstype, dir);
+	msg("mounted %s (%s) on %s read-only", b->device, b->medium_fstype, dir);
 	return 0;
 }
 
-void stack_print(const struct plan *p)
+void stack_print(const struct plan *p, const struct boot *b)
 {
 	static char line[MAX_LAYERS * 74 + 64];
 	size_t used = 0;
 	int i, n;
 
 	line[0] = '\0';
-	for (i = 0; i < p->nlayers; i++) {
-		n = snprintf(line + used, sizeof(line) - used, "%s%s%s", i ? " " : "", p->layer[i].name,
-			     p->layer[i].saved ? "(store)" : "");
+	for (i = 0; i < b->nlayers; i++) {
+		n = snprintf(line + used, sizeof(line) - used, "%s%s%s", i ? " " : "", b->layer[i].name,
+			     b->layer[i].saved ? "(store)" : "");
 		if (n < 0 || (size_t)n >= sizeof(line) - used)
 			break;
 		used += (size_t)n;
 	}
-	msg("stack, bottom to top (%d layer(s)%s%s): %s", p->nlayers,
+	msg("stack, bottom to top (%d layer(s)%s%s): %s", b->nlayers,
 	    p->verify_mode == VERIFY_ON ? ", dm-verity" : ", unverified",
-	    p->verify_mode == VERIFY_ON && p->nsaved ? ", not the store's" : "", line);
+	    p->verify_mode == VERIFY_ON && b->nsaved ? ", not the store's" : "", line);
 }
 
-int stack_mount_layer(struct plan *p, struct layer *l)
+int stack_mount_layer(const struct plan *p, struct layer *l)
 {
 	char dev[32];
 	struct stat st;
@@ -92,7 +92,7 @@ int stack_mount_layer(struct plan *p, struct layer *l)
 	return 0;
 }
 
-int stack_layers(struct plan *p)
+int stack_layers(const struct plan *p, struct boot *b)
 {
 	static char names[MAX_LAYERS * 4][DIR_NAME_LEN];
 	const char *list[MAX_LAYERS * 4];
@@ -103,28 +103,28 @@ int stack_layers(struct plan *p)
 		return fail(ENAMETOOLONG, "layer directory under %s", p->run_live);
 	if ((n = dir_names(live, names, list, MAX_LAYERS * 4)) < 0)
 		return -1;
-	if (layers_choose(p, list, n, err, sizeof(err)) < 0)
+	if (layers_choose(p, b, list, n, err, sizeof(err)) < 0)
 		return fail(ENOENT, "choose layers in %s: %s", live, err);
-	if (p->layers_excluded[0])
-		msg("live.layers=%s leaves out: %s", p->layer_filter, p->layers_excluded);
+	if (b->layers_excluded[0])
+		msg("live.layers=%s leaves out: %s", p->layers_wanted, b->layers_excluded);
 	if (p->verify_mode == VERIFY_OFF)
 		msg("WARNING: live.verify=off: the layers are not verified; a damaged or altered medium is read as it is");
 	else if (p->verify_mode == VERIFY_NONE)
 		msg("WARNING: no live.verify= root hashes on the command line: the layers are not verified");
 	if (p->check && p->verify_mode != VERIFY_ON)
 		msg("live.check without dm-verity finds unreadable blocks only, not altered ones");
-	for (i = 0; i < p->nlayers; i++)
-		if (stack_mount_layer(p, &p->layer[i]) != 0)
+	for (i = 0; i < b->nlayers; i++)
+		if (stack_mount_layer(p, &b->layer[i]) != 0)
 			return -1;
-	text_fmt(p->verify_result, sizeof(p->verify_result), "%s",
+	text_fmt(b->verify_result, sizeof(b->verify_result), "%s",
 		 p->verify_mode == VERIFY_ON ? "every layer through dm-verity" : "not verified");
 	if (p->check)
-		text_fmt(p->check_result, sizeof(p->check_result), "passed: %d layer(s) read in full", p->nlayers);
-	stack_print(p);
+		text_fmt(b->check_result, sizeof(b->check_result), "passed: %d layer(s) read in full", b->nlayers);
+	stack_print(p, b);
 	return 0;
 }
 
-int stack_upper(struct plan *p)
+int stack_upper(const struct plan *p)
 {
 	char dir[PATH_LEN + 16], sub[PATH_LEN + 32], opts[64];
 
@@ -155,13 +155,14 @@ int stack_upper(struct plan *p)
  * A store keeps both off: its upper outlives the image, and a new ISO under an index would refuse to mount
  * (the upper root's origin no longer matches) and a redirect would point into a tree that changed.
  */
-static bool upper_is_volatile(const struct plan *p)
+static bool upper_is_volatile(const struct boot *b)
 {
-	return strcmp(p->upper_kind, "tmpfs") == 0;
+	return strcmp(b->upper_kind, "tmpfs") == 0;
 }
 
 /* The new mount API: no one-page limit on the lowerdir list, and the kernel says why it refused. */
-static int overlay_fsopen(const struct plan *p, const char *upper, const char *work, int *fallback)
+static int overlay_fsopen(const struct plan *p, const struct boot *b, const char *upper, const char *work,
+			  int *fallback)
 {
 	char why[512];
 	int fs, mnt, i;
@@ -173,8 +174,8 @@ static int overlay_fsopen(const struct plan *p, const char *upper, const char *w
 		*fallback = errno == ENOSYS;
 		return fail(errno, "fsopen overlay");
 	}
-	for (i = p->nlayers - 1; i >= 0; i--)
-		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", p->layer[i].dir, 0) != 0) {
+	for (i = b->nlayers - 1; i >= 0; i--)
+		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", b->layer[i].dir, 0) != 0) {
 			/* "lowerdir+" is 6.8+; older kernels take the option string */
 			*fallback = errno == EINVAL;
 			goto out;
@@ -182,7 +183,7 @@ static int overlay_fsopen(const struct plan *p, const char *upper, const char *w
 	if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
-	    (upper_is_volatile(p) &&
+	    (upper_is_volatile(b) &&
 	     (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
 	      syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
 	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
@@ -214,7 +215,7 @@ out:
 
 /* mount(2) copies one page of options: the layers are named relative to their common directory
  * (run_live/layers, the working directory during the call), which fits a few hundred of them. */
-static int overlay_legacy(const struct plan *p, const char *upper, const char *work)
+static int overlay_legacy(const struct plan *p, const struct boot *b, const char *upper, const char *work)
 {
 	static char opts[4096];
 	char layers[PATH_LEN + 16];
@@ -225,17 +226,17 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 		return -1;
 	n = snprintf(opts, sizeof(opts), "lowerdir=");
 	used = (size_t)n;
-	for (i = p->nlayers - 1; i >= 0; i--) {
-		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == p->nlayers - 1 ? "" : ":",
-			     p->layer[i].name);
+	for (i = b->nlayers - 1; i >= 0; i--) {
+		n = snprintf(opts + used, sizeof(opts) - used, "%s%s", i == b->nlayers - 1 ? "" : ":",
+			     b->layer[i].name);
 		if (n < 0 || (size_t)n >= sizeof(opts) - used)
-			return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
+			return fail(E2BIG, "overlay options longer than one page (%d layers)", b->nlayers);
 		used += (size_t)n;
 	}
 	n = snprintf(opts + used, sizeof(opts) - used, ",upperdir=%s,workdir=%s,xino=on%s", upper, work,
-		     upper_is_volatile(p) ? ",index=on,redirect_dir=on" : "");
+		     upper_is_volatile(b) ? ",index=on,redirect_dir=on" : "");
 	if (n < 0 || (size_t)n >= sizeof(opts) - used)
-		return fail(E2BIG, "overlay options longer than one page (%d layers)", p->nlayers);
+		return fail(E2BIG, "overlay options longer than one page (%d layers)", b->nlayers);
 	if (chdir(layers) != 0)
 		return fail(errno, "chdir %s (the overlay lower layers are named from there)", layers);
 	rc = do_mount("overlay", p->newroot, "overlay", 0, opts);
@@ -244,29 +245,29 @@ static int overlay_legacy(const struct plan *p, const char *upper, const char *w
 	return rc;
 }
 
-int stack_overlay(struct plan *p)
+int stack_overlay(const struct plan *p, const struct boot *b)
 {
 	char upper[PATH_LEN + 32], work[PATH_LEN + 32];
 	int fallback = 0, i;
 
-	if (p->nlayers == 0)
+	if (b->nlayers == 0)
 		return fail(ENOENT, "mount overlay on %s: no layers", p->newroot);
 	if (path_fmt(upper, sizeof(upper), "%s/" LIVE_UPPER "/" STORE_UPPER, p->run_live) != 0 ||
 	    path_fmt(work, sizeof(work), "%s/" LIVE_UPPER "/" STORE_WORK, p->run_live) != 0)
 		return -1;
 	if (mkdir_p(p->newroot, 0755) != 0)
 		return -1;
-	if (overlay_fsopen(p, upper, work, &fallback) != 0) {
+	if (overlay_fsopen(p, b, upper, work, &fallback) != 0) {
 		if (!fallback)
 			return -1;
 		dbg("new mount API refused (%s): using mount(2)", strerror(fail_errno()));
-		if (overlay_legacy(p, upper, work) != 0)
+		if (overlay_legacy(p, b, upper, work) != 0)
 			return -1;
 	}
 	msg("overlay on %s (xino=on, %s): upper %s, lower (top first):", p->newroot,
-	    upper_is_volatile(p) ? "index=on, redirect_dir=on: tmpfs upper" : "index and redirect_dir off: store upper",
+	    upper_is_volatile(b) ? "index=on, redirect_dir=on: tmpfs upper" : "index and redirect_dir off: store upper",
 	    upper);
-	for (i = p->nlayers - 1; i >= 0; i--)
-		msg("  %s", p->layer[i].dir);
+	for (i = b->nlayers - 1; i >= 0; i--)
+		msg("  %s", b->layer[i].dir);
 	return 0;
 }

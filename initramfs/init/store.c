@@ -251,27 +251,27 @@ int store_dirs(const struct plan *p, struct store *s)
 /* The store of a boot from an ISO file (live.iso=): auto takes a partition labelled liveunion-rw on the disk of the
  * ISO's partition, else liveunion-rw.img in the ISO's own directory; file:PATH is looked for on the ISO's partition,
  * then on the disk's other FAT/exFAT partitions. Nothing else on that disk. */
-static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why,
-			    size_t wlen)
+static int store_beside_iso(const struct plan *p, const struct boot *b, enum persist_kind kind, struct store *s,
+			    int *loopfd, char *why, size_t wlen)
 {
 	char names[MAX_PARTS][DISK_NAME_LEN], disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], img[PATH_LEN + 32];
 	const char *slash = strrchr(p->iso_path, '/');
 	int n, i;
 
-	if (disk_of(SYSBLOCK, p->iso_host, disk, sizeof(disk)) != 0) {
-		text_fmt(why, wlen, "cannot tell which disk %s (holding the ISO file) is on", p->iso_host);
+	if (disk_of(SYSBLOCK, b->iso_host, disk, sizeof(disk)) != 0) {
+		text_fmt(why, wlen, "cannot tell which disk %s (holding the ISO file) is on", b->iso_host);
 		return 0;
 	}
 	n = list_block(disk, names, MAX_PARTS);
 	if (kind == PK_FILE) {
-		if ((*loopfd = image_on(p->iso_host, p->persist_arg, true, s)) >= 0)
+		if ((*loopfd = image_on(b->iso_host, p->persist_arg, true, s)) >= 0)
 			return image_found(s, *loopfd) >= 0;
 		for (i = 0; i < n; i++)
-			if (path_fmt(dev, sizeof(dev), "/dev/%s", names[i]) == 0 && strcmp(dev, p->iso_host) != 0 &&
+			if (path_fmt(dev, sizeof(dev), "/dev/%s", names[i]) == 0 && strcmp(dev, b->iso_host) != 0 &&
 			    (*loopfd = image_on(dev, p->persist_arg, false, s)) >= 0)
 				return image_found(s, *loopfd) >= 0;
 		text_fmt(why, wlen, "no %s on %s (holding the ISO file) nor on the FAT/exFAT partitions of /dev/%s",
-			 p->persist_arg, p->iso_host, disk);
+			 p->persist_arg, b->iso_host, disk);
 		return 0;
 	}
 	for (i = 0; i < n; i++) {
@@ -285,14 +285,15 @@ static int store_beside_iso(const struct plan *p, enum persist_kind kind, struct
 		}
 	}
 	text_fmt(img, sizeof(img), "%.*s/" STORE_IMAGE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
-	if ((*loopfd = image_on(p->iso_host, img, true, s)) >= 0)
+	if ((*loopfd = image_on(b->iso_host, img, true, s)) >= 0)
 		return image_found(s, *loopfd) >= 0;
 	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
-		 disk, img, p->iso_host);
+		 disk, img, b->iso_host);
 	return 0;
 }
 
-int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen)
+int store_find(const struct plan *p, const struct boot *b, enum persist_kind kind, struct store *s, int *loopfd,
+	       char *why, size_t wlen)
 {
 	static char names[MAX_NAMED][DISK_NAME_LEN];
 	char disk[DISK_NAME_LEN], dev[DISK_NAME_LEN + 8], first[DISK_NAME_LEN + 8], unreadable[200] = "";
@@ -362,10 +363,10 @@ int store_find(const struct plan *p, enum persist_kind kind, struct store *s, in
 		text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);
 		return 0;
 	}
-	if (p->iso_host[0])
-		return store_beside_iso(p, kind, s, loopfd, why, wlen);
-	if (disk_of(SYSBLOCK, p->device, disk, sizeof(disk)) != 0) {
-		text_fmt(why, wlen, "cannot tell which disk %s is on", p->device);
+	if (b->iso_host[0])
+		return store_beside_iso(p, b, kind, s, loopfd, why, wlen);
+	if (disk_of(SYSBLOCK, b->device, disk, sizeof(disk)) != 0) {
+		text_fmt(why, wlen, "cannot tell which disk %s is on", b->device);
 		return 0;
 	}
 	/* auto and file: look only at the disk we booted from: a stranger's stick with the right

@@ -39,8 +39,9 @@ int store_read_sb(const char *dev, struct sb *s);
  * from p->persist_arg): 1 found
  * (s->dev, s->what set), 0 not (why in why). An image file is attached to a loop device (read-only
  * when s->ro) whose fd goes to *loopfd (else -1): close it once the store is mounted. auto and file:
- * look only at the disk p->device is on. */
-int store_find(const struct plan *p, enum persist_kind kind, struct store *s, int *loopfd, char *why, size_t wlen);
+ * look only at the disk b->device is on. */
+int store_find(const struct plan *p, const struct boot *b, enum persist_kind kind, struct store *s, int *loopfd,
+	       char *why, size_t wlen);
 /* e2fsck of the found store: -n, or -p for a journal to replay when writable. 0 when it may be mounted;
  * else -1, said on the console (a store with errors is left untouched). */
 int store_check(const struct store *s);

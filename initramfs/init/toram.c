@@ -282,7 +282,7 @@ struct copy {
 	bool direct;
 };
 
-int toram_copy(struct plan *p)
+int toram_copy(const struct plan *p, struct boot *b)
 {
 	static struct copy c[MAX_LAYERS * 2];
 	char dir[PATH_LEN + 16], medium[PATH_LEN + 16], note[160], opts[64], hopts[96];
@@ -294,21 +294,21 @@ int toram_copy(struct plan *p)
 	int i, n = 0, ndirect = 0, rc = 0;
 
 	if (!p->toram) {
-		if (!p->fetch[0])
-			text_fmt(p->toram_result, sizeof(p->toram_result), "not asked");
+		if (p->net != NET_FETCH)
+			text_fmt(b->toram_result, sizeof(b->toram_result), "not asked");
 		return 0;
 	}
-	if (!plan_toram_fits(p, note, sizeof(note))) {
+	if (!plan_toram_fits(p, b, note, sizeof(note))) {
 		msg("live.toram: %s; booting from the medium instead", note);
-		text_fmt(p->toram_result, sizeof(p->toram_result), "skipped: %s", note);
+		text_fmt(b->toram_result, sizeof(b->toram_result), "skipped: %s", note);
 		return 0;
 	}
 	if (path_fmt(dir, sizeof(dir), "%s/toram", p->run_live) != 0 ||
 	    path_fmt(medium, sizeof(medium), "%s/" LIVE_MEDIUM, p->run_live) != 0)
 		return -1;
 	/* Each layer, and its hash tree when it is verified: both loop devices move to the copies. */
-	for (i = 0; i < p->nlayers; i++) {
-		struct layer *l = &p->layer[i];
+	for (i = 0; i < b->nlayers; i++) {
+		struct layer *l = &b->layer[i];
 		int k;
 
 		if (l->loop < 0)
@@ -341,15 +341,15 @@ int toram_copy(struct plan *p)
 		if (do_mount("tmpfs", dir, "tmpfs", MS_NODEV | MS_NOSUID, opts) != 0)
 			return -1;
 	}
-	msg("live.toram: copying %d layer(s), %llu bytes (%llu MiB), to %s (%s)", p->nlayers, total, total >> 20, dir,
+	msg("live.toram: copying %d layer(s), %llu bytes (%llu MiB), to %s (%s)", b->nlayers, total, total >> 20, dir,
 	    note);
-	ra = readahead_set(p->device, TORAM_RA_SECTORS);
+	ra = readahead_set(b->device, TORAM_RA_SECTORS);
 	progress_start(&pr, "live.toram", total);
 	for (i = 0; i < n && rc == 0; i++)
-		rc = copy_file(c[i].src, c[i].dst, c[i].bytes, p->device, &pr, &c[i].direct);
+		rc = copy_file(c[i].src, c[i].dst, c[i].bytes, b->device, &pr, &c[i].direct);
 	copy_s = progress_end(&pr);
-	if (ra >= 0 && readahead_set(p->device, ra) < 0)
-		msg("live.toram: could not put back the read-ahead of %s (%ld sectors)", p->device, ra);
+	if (ra >= 0 && readahead_set(b->device, ra) < 0)
+		msg("live.toram: could not put back the read-ahead of %s (%ld sectors)", b->device, ra);
 	if (rc != 0)
 		return -1;
 	msg("live.toram: copied %llu bytes in %.2f s (%.1f MB/s)", total, copy_s,
@@ -362,33 +362,33 @@ int toram_copy(struct plan *p)
 	}
 	msg("live.toram: the RAM copy matches what was read (%d file(s), %d of them read from %s directly and compared "
 	    "at the start, the end and every %llu MiB; %.1f MiB compared in %.2f s)",
-	    n, ndirect, p->device, SAMPLE_STRIDE >> 20, (double)checked / (1 << 20), progress_now() - t0);
+	    n, ndirect, b->device, SAMPLE_STRIDE >> 20, (double)checked / (1 << 20), progress_now() - t0);
 	for (i = 0; i < n; i++)
 		if (loop_change(c[i].loop, c[i].dst) != 0)
 			return -1;
-	for (i = 0; i < p->nlayers; i++)
-		text_fmt(p->layer[i].file, sizeof(p->layer[i].file), "%s/%s" LAYER_SUFFIX, dir, p->layer[i].name);
+	for (i = 0; i < b->nlayers; i++)
+		text_fmt(b->layer[i].file, sizeof(b->layer[i].file), "%s/%s" LAYER_SUFFIX, dir, b->layer[i].name);
 	if (umount(medium) != 0) {
 		msg("live.toram: layers are in RAM, but umount %s failed: %s; do not remove the medium", medium,
 		    strerror(errno));
-		text_fmt(p->toram_result, sizeof(p->toram_result), "copied; medium still mounted");
+		text_fmt(b->toram_result, sizeof(b->toram_result), "copied; medium still mounted");
 		return 0;
 	}
-	if (p->iso_host[0]) { /* the loop device went with the ISO's mount (autoclear); now its partition */
+	if (b->iso_host[0]) { /* the loop device went with the ISO's mount (autoclear); now its partition */
 		if (path_fmt(medium, sizeof(medium), "%s/iso-host", p->run_live) == 0 && umount(medium) == 0) {
 			ejected = "the ISO file's partition is unmounted";
 		} else {
-			msg("live.toram: layers are in RAM, but %s (holding %s) stays mounted: %s", p->iso_host,
+			msg("live.toram: layers are in RAM, but %s (holding %s) stays mounted: %s", b->iso_host,
 			    p->iso_path, strerror(errno));
 			ejected = "the ISO file's partition is still mounted: do not remove it";
 			fail_clear();
 		}
 	} else {
-		ejected = eject(p->device);
+		ejected = eject(b->device);
 	}
 	msg("live.toram: layers are in RAM; the medium %s is released and can be removed (%s)",
-	    p->iso_host[0] ? p->iso_host : p->device, ejected);
-	text_fmt(p->toram_result, sizeof(p->toram_result), "copied %llu bytes in %.2f s; medium released; %s", total,
+	    b->iso_host[0] ? b->iso_host : b->device, ejected);
+	text_fmt(b->toram_result, sizeof(b->toram_result), "copied %llu bytes in %.2f s; medium released; %s", total,
 		 copy_s, ejected);
 	return 0;
 }

@@ -209,10 +209,10 @@ static int close_dev(int fd, const char *dev, int rc)
 	return rc;
 }
 
-int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
+int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 {
 	struct verity_sb sb;
-	char err[300], data[32], hash[32], name[80], params[800], salt[513], node[PATH_LEN];
+	char data[32], hash[32], name[80], params[800], salt[513], node[PATH_LEN];
 	unsigned long long bytes;
 	dev_t dd, hd;
 	unsigned i, dm_major = 0;
@@ -222,8 +222,8 @@ int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen)
 		return -1;
 	if (p->verify_mode != VERIFY_ON)
 		return 0;
-	if (plan_verify_hash(p->verify, l->name, l->root_hash, sizeof(l->root_hash), err, sizeof(err)) != 0)
-		return fail(ENOKEY, "layer %s (%s): %s", l->name, l->file, err);
+	if (!l->root_hash[0]) /* plan_root_hash said why when the layer was chosen */
+		return fail(ENOKEY, "layer %s (%s): %s", l->name, l->file, l->no_hash);
 	if (read_sb(l, &sb) != 0)
 		return -1;
 	bytes = sb.data_blocks * sb.data_block_size;

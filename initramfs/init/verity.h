@@ -10,7 +10,7 @@
  * command line, then the first and last blocks of the layer read through it so a damaged or altered
  * medium stops the boot here, naming the layer. dev gets the device to mount: /dev/dm-N, or the loop
  * device when the plan does not verify. 0, or -1 with fail() set. */
-int verity_layer(struct plan *p, struct layer *l, char *dev, size_t dlen);
+int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen);
 /* live.check: read all of the layer's device with a progress line; a block that cannot be read
  * (through dm-verity: one that does not match the root hash) fails naming the layer. */
 int verity_check(const struct layer *l, const char *dev);

@@ -353,18 +353,7 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 		}
 		if (h->kind == HIT_WHITEOUT)
 			break;
-		if (h->kind == HIT_NONDIR) {
-			if (!found) {
-				out->st = h->st;
-				out->layer = layer;
-				if (!(out->rel = strdup(rel))) {
-					r = -ENOMEM;
-					goto done;
-				}
-				found = 1;
-			}
-			break; /* a non-directory ends the search, and hides any below */
-		}
+		/* the topmost hit names the entry */
 		if (!found) {
 			out->st = h->st;
 			out->layer = layer;
@@ -374,6 +363,8 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 			}
 			found = 1;
 		}
+		if (h->kind == HIT_NONDIR)
+			break; /* a non-directory ends the search, and hides any below */
 		if ((r = add_contrib(out, layer, rel, h->opaque == LU_OPAQUE_X)) < 0)
 			goto done;
 		if (h->opaque == LU_OPAQUE_Y) {

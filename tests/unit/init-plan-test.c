@@ -82,6 +82,9 @@ static void test_match(void)
 	CHECK(medium_want_parse("LABEL=", &w) != 0, "empty label");
 }
 
+/* The boot state of the plan make() made last: nothing found yet. */
+static struct boot b;
+
 static void make(const char *line, struct plan *p)
 {
 	struct cmdline c;
@@ -89,6 +92,7 @@ static void make(const char *line, struct plan *p)
 
 	cmdline_parse(line, &c, NULL, NULL);
 	plan_make(&c, &f, "/run/live", "/newroot", p);
+	plan_boot_init(p, &b);
 }
 
 static void test_plan(void)
@@ -134,22 +138,22 @@ static void test_plan(void)
 	CHECK(p.break_step == S_OVERLAY, "break step");
 	CHECK(p.want.by_uuid && strcmp(p.want.value, "2026010112345600") == 0, "uuid in plan");
 	CHECK(p.panic, "panic");
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nbreak=overlay\n") != NULL, "break printed");
 	CHECK(strstr(buf, "\nupper.bytes=268435456\n") != NULL, "upper bytes printed");
 	CHECK(strstr(buf, "medium=UUID=2026-01-01-12-34-56-00\n") == buf, "medium first line");
 	CHECK(strstr(buf, "\nsteps=medium,layers,toram,upper,overlay,switch\n") != NULL, "steps printed");
 	CHECK(strstr(buf, "\ndone=\n") != NULL, "nothing done yet");
-	p.done = 2;
-	plan_print(&p, buf, sizeof(buf));
+	b.done = 2;
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\ndone=medium,layers\n") != NULL, "done printed: %s", buf);
-	CHECK(plan_print(&p, buf, 10) == 9 && strlen(buf) == 9, "truncates safely");
+	CHECK(plan_print(&p, &b, buf, 10) == 9 && strlen(buf) == 9, "truncates safely");
 	CHECK(strstr(buf, "medium.iso") == NULL, "no ISO file lines without live.iso=");
 
 	/* live.iso=: GRUB's iso_path, quoted when it has spaces; a relative path is read from the partition's top */
 	make("\"live.iso=/my isos/liveunion.iso\"", &p);
 	CHECK_STR(p.iso_path, "/my isos/liveunion.iso");
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nmedium.iso=/my isos/liveunion.iso\nmedium.iso.host=\nmedium.iso.fstype=\n") != NULL,
 	      "ISO file printed: %s", buf);
 	make("live.iso=isos/x.iso", &p);
@@ -176,61 +180,76 @@ static void test_layers(void)
 	char err[256], buf[8192];
 
 	make("", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 3, "three layers: %s", err);
-	CHECK_STR(p.layer[0].name, "10-base");
-	CHECK_STR(p.layer[1].name, "15-tools");
-	CHECK_STR(p.layer[2].name, "20-desktop");
-	CHECK_STR(p.layer[0].file, "/run/live/medium/live/10-base.squashfs");
-	CHECK_STR(p.layer[2].dir, "/run/live/layers/20-desktop");
-	CHECK(p.layer[0].loop == -1, "no loop yet");
-	CHECK_STR(p.layer[0].hash_file, "/run/live/medium/live/10-base.verity");
-	CHECK(p.layer[0].hash_loop == -1 && p.layer[0].dm_minor == -1, "not verified yet");
-	plan_print(&p, buf, sizeof(buf));
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 3, "three layers: %s", err);
+	CHECK_STR(b.layer[0].name, "10-base");
+	CHECK_STR(b.layer[1].name, "15-tools");
+	CHECK_STR(b.layer[2].name, "20-desktop");
+	CHECK_STR(b.layer[0].file, "/run/live/medium/live/10-base.squashfs");
+	CHECK_STR(b.layer[2].dir, "/run/live/layers/20-desktop");
+	CHECK(b.layer[0].loop == -1, "no loop yet");
+	CHECK_STR(b.layer[0].hash_file, "/run/live/medium/live/10-base.verity");
+	CHECK(b.layer[0].hash_loop == -1 && b.layer[0].dm_minor == -1, "not verified yet");
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,15-tools,20-desktop\n") != NULL, "layers bottom first");
 
 	make("live.layers=20-desktop,10-base", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2, "filtered: %s", err);
-	CHECK_STR(p.layer[0].name, "10-base");
-	CHECK_STR(p.layer[1].name, "20-desktop");
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 2, "filtered: %s", err);
+	CHECK_STR(b.layer[0].name, "10-base");
+	CHECK_STR(b.layer[1].name, "20-desktop");
 
 	make("live.layers=10-base,99-missing", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1, "a name the medium lacks may be a saved layer");
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1, "missing named layer is an error");
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 1, "a name the medium lacks may be a saved layer");
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == -1, "missing named layer is an error");
 	CHECK(strstr(err, "99-missing") != NULL, "error names it: %s", err);
 
 	make("", &p);
-	CHECK(layers_choose(&p, files + 1, 1, err, sizeof(err)) == -1 && strstr(err, "no live/NN-name.squashfs"),
+	CHECK(layers_choose(&p, &b, files + 1, 1, err, sizeof(err)) == -1 && strstr(err, "no live/NN-name.squashfs"),
 	      "no layers: %s", err);
 
 	/* -name leaves one out of all; with a number or without */
 	make("live.layers=-15-tools", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2, "excluded: %s", err);
-	CHECK_STR(p.layer[0].name, "10-base");
-	CHECK_STR(p.layer[1].name, "20-desktop");
-	CHECK_STR(p.layers_excluded, "15-tools");
-	plan_print(&p, buf, sizeof(buf));
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 2, "excluded: %s", err);
+	CHECK_STR(b.layer[0].name, "10-base");
+	CHECK_STR(b.layer[1].name, "20-desktop");
+	CHECK_STR(b.layers_excluded, "15-tools");
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,20-desktop\nlayers.saved=\nlayers.excluded=15-tools\n") != NULL,
 	      "plan names both: %s", buf);
 	make("live.layers=-desktop,-tools", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 1 && strcmp(b.layer[0].name, "10-base") == 0,
 	      "two excluded by name without number: %s", err);
-	CHECK(strstr(p.layers_excluded, "15-tools") && strstr(p.layers_excluded, "20-desktop"), "both named: %s",
-	      p.layers_excluded);
+	CHECK(strstr(b.layers_excluded, "15-tools") && strstr(b.layers_excluded, "20-desktop"), "both named: %s",
+	      b.layers_excluded);
 	make("live.layers=base,desktop,-desktop", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 1 && strcmp(p.layer[0].name, "10-base") == 0,
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 1 && strcmp(b.layer[0].name, "10-base") == 0,
 	      "exclude wins over include: %s", err);
 	make("live.layers=-99-gone", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 3, "every medium layer: %s", err);
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 3, "every medium layer: %s", err);
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == -1 && strstr(err, "-99-gone"),
 	      "excluding a layer that is not there is an error: %s", err);
 	make("live.layers=-desktop", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == 2 && layers_check_filter(&p, err, sizeof(err)) == 0,
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 2 &&
+		      layers_check_filter(&p, &b, err, sizeof(err)) == 0,
 	      "a name that is there passes the check: %s", err);
 	make("live.layers=-10-base,-15-tools,-20-desktop", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == -1 && strstr(err, "left by live.layers="),
 	      "all excluded: %s", err);
 	make("live.layers=esktop", &p);
-	CHECK(layers_choose(&p, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
+	CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == -1, "a part of a name is not a name");
+	make("live.layers=base,,-,-20-desktop", &p);
+	CHECK(p.npicks == 2 && !p.pick[0].exclude && strcmp(p.pick[0].name, "base") == 0 && p.pick[1].exclude &&
+		      strcmp(p.pick[1].name, "20-desktop") == 0,
+	      "live.layers= parsed once, empty entries and a lone '-' dropped: %d", p.npicks);
+	{ /* a name longer than a layer name names none: refused as unknown, not cut short into a match */
+		char line[200];
+
+		snprintf(line, sizeof(line), "live.layers=10-base,%070d", 0);
+		make(line, &p);
+		CHECK(p.npicks == 2 && p.pick[1].too_long, "long entry kept as too long");
+		CHECK(layers_choose(&p, &b, files, 7, err, sizeof(err)) == 1 &&
+			      layers_check_filter(&p, &b, err, sizeof(err)) == -1 && strstr(err, "names 000"),
+		      "and refused: %s", err);
+	}
 }
 
 /* liveunion save's layers from the store: above the medium's, by name, live.layers= applied both ways. */
@@ -243,47 +262,49 @@ static void test_saved(void)
 	char err[300], note[300], buf[16384];
 
 	make("", &p);
-	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(layers_add_saved(&p, saved, 5, "/run/live/store/liveunion-v1/layers", note, sizeof(note)) == 2,
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_add_saved(&p, &b, saved, 5, "/run/live/store/liveunion-v1/layers", note, sizeof(note)) == 2,
 	      "two saved layers: %s", note);
-	CHECK(p.nlayers == 4 && p.nsaved == 2, "four in all: %d %d", p.nlayers, p.nsaved);
-	CHECK_STR(p.layer[1].name, "20-desktop");
-	CHECK_STR(p.layer[2].name, "30-older");
-	CHECK_STR(p.layer[3].name, "31-mine");
-	CHECK(p.layer[3].saved && !p.layer[1].saved, "marked saved");
-	CHECK_STR(p.layer[3].file, "/run/live/store/liveunion-v1/layers/31-mine.squashfs");
-	CHECK_STR(p.layer[3].dir, "/run/live/layers/31-mine");
+	CHECK(b.nlayers == 4 && b.nsaved == 2, "four in all: %d %d", b.nlayers, b.nsaved);
+	CHECK_STR(b.layer[1].name, "20-desktop");
+	CHECK_STR(b.layer[2].name, "30-older");
+	CHECK_STR(b.layer[3].name, "31-mine");
+	CHECK(b.layer[3].saved && !b.layer[1].saved, "marked saved");
+	CHECK_STR(b.layer[3].file, "/run/live/store/liveunion-v1/layers/31-mine.squashfs");
+	CHECK_STR(b.layer[3].dir, "/run/live/layers/31-mine");
 	CHECK(strstr(note, "10-base (a medium layer has that name)") != NULL, "the clash is named: %s", note);
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nlayers=10-base,20-desktop,30-older,31-mine\nlayers.saved=30-older,31-mine\n") != NULL &&
 		      strstr(buf, "\nlayer.31-mine.from=store\n") != NULL && !strstr(buf, "layer.20-desktop.from"),
 	      "plan names them: %s", buf);
-	layers_drop_saved(&p);
-	CHECK(p.nlayers == 2 && p.nsaved == 0, "dropped again");
+	layers_drop_saved(&b);
+	CHECK(b.nlayers == 2 && b.nsaved == 0, "dropped again");
 
 	/* -name leaves a saved layer out; the name is known once the store was looked at */
 	make("live.layers=-mine", &p);
-	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1, "before the store: unknown");
-	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[2].name, "30-older") == 0,
-	      "31-mine left out: %s", p.layer[2].name);
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == 0, "after: known: %s", err);
-	CHECK_STR(p.layers_excluded, "31-mine");
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == -1, "before the store: unknown");
+	CHECK(layers_add_saved(&p, &b, saved, 5, "/s", note, sizeof(note)) == 1 &&
+		      strcmp(b.layer[2].name, "30-older") == 0,
+	      "31-mine left out: %s", b.layer[2].name);
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == 0, "after: known: %s", err);
+	CHECK_STR(b.layers_excluded, "31-mine");
 
 	/* an include list keeps only the saved layers it names */
 	make("live.layers=base,older", &p);
-	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
-	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 1 && strcmp(p.layer[1].name, "30-older") == 0,
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
+	CHECK(layers_add_saved(&p, &b, saved, 5, "/s", note, sizeof(note)) == 1 &&
+		      strcmp(b.layer[1].name, "30-older") == 0,
 	      "only 30-older");
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == 0, "all names found: %s", err);
-	CHECK(strstr(p.layers_excluded, "20-desktop") && strstr(p.layers_excluded, "31-mine"), "excluded: %s",
-	      p.layers_excluded);
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == 0, "all names found: %s", err);
+	CHECK(strstr(b.layers_excluded, "20-desktop") && strstr(b.layers_excluded, "31-mine"), "excluded: %s",
+	      b.layers_excluded);
 
 	/* a typo stays a typo with a store */
 	make("live.layers=-mien", &p);
-	CHECK(layers_choose(&p, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
-	CHECK(layers_add_saved(&p, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
-	CHECK(layers_check_filter(&p, err, sizeof(err)) == -1 && strstr(err, "-mien") &&
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
+	CHECK(layers_add_saved(&p, &b, saved, 5, "/s", note, sizeof(note)) == 2, "both saved layers");
+	CHECK(layers_check_filter(&p, &b, err, sizeof(err)) == -1 && strstr(err, "-mien") &&
 		      strstr(err, "liveunion-v1/layers"),
 	      "typo refused: %s", err);
 }
@@ -302,9 +323,9 @@ static void test_saved_limit(void)
 		files[i] = names[i];
 	}
 	make("", &p);
-	CHECK(layers_choose(&p, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
-	CHECK(layers_add_saved(&p, saved, 2, "/s", note, sizeof(note)) == 1 && p.nlayers == MAX_LAYERS, "one fits: %d",
-	      p.nlayers);
+	CHECK(layers_choose(&p, &b, files, MAX_LAYERS - 1, err, sizeof(err)) == MAX_LAYERS - 1, "medium: %s", err);
+	CHECK(layers_add_saved(&p, &b, saved, 2, "/s", note, sizeof(note)) == 1 && b.nlayers == MAX_LAYERS,
+	      "one fits: %d", b.nlayers);
 	CHECK(strstr(note, "99-b (no room") != NULL, "the other is named: %s", note);
 }
 
@@ -321,9 +342,9 @@ static void test_many_layers(void)
 		files[i] = names[i];
 	}
 	make("", &p);
-	CHECK(layers_choose(&p, files, 50, err, sizeof(err)) == 50, "50 layers: %s", err);
-	CHECK(layers_choose(&p, files, MAX_LAYERS, err, sizeof(err)) == MAX_LAYERS, "MAX_LAYERS layers: %s", err);
-	CHECK(layers_choose(&p, files, MAX_LAYERS + 1, err, sizeof(err)) == -1 && strstr(err, "more than"),
+	CHECK(layers_choose(&p, &b, files, 50, err, sizeof(err)) == 50, "50 layers: %s", err);
+	CHECK(layers_choose(&p, &b, files, MAX_LAYERS, err, sizeof(err)) == MAX_LAYERS, "MAX_LAYERS layers: %s", err);
+	CHECK(layers_choose(&p, &b, files, MAX_LAYERS + 1, err, sizeof(err)) == -1 && strstr(err, "more than"),
 	      "one more is refused: %s", err);
 }
 
@@ -331,32 +352,53 @@ static void test_verify(void)
 {
 	static struct plan p;
 	const char *h1 = "0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc18a75d4423eacad4b30ce3";
-	char spec[400], hash[ROOT_HASH_LEN + 1], err[300];
+	const char *files[] = {"10-base.squashfs", "20-x.squashfs", "30-y.squashfs"};
+	char spec[600], hash[ROOT_HASH_LEN + 1], err[300], buf[16384];
 
 	make("", &p);
-	CHECK(p.verify_mode == VERIFY_NONE, "no live.verify: none");
+	CHECK(p.verify_mode == VERIFY_NONE && p.nverify == 0, "no live.verify: none");
 	make("live.verify=off", &p);
-	CHECK(p.verify_mode == VERIFY_OFF, "off");
+	CHECK(p.verify_mode == VERIFY_OFF && p.nverify == 0, "off");
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%.32s", h1, h1);
 	make(spec, &p);
-	CHECK(p.verify_mode == VERIFY_ON, "on");
-	CHECK(plan_verify_hash(p.verify, "10-base", hash, sizeof(hash), err, sizeof(err)) == 0, "found: %s", err);
+	CHECK(p.verify_mode == VERIFY_ON && p.nverify == 2, "on, two entries: %d", p.nverify);
+	CHECK(strcmp(p.verify[1].name, "20-x") == 0 && p.verify[1].digits == 32 && p.verify[1].hex,
+	      "parsed once: name, digits, hex");
+	CHECK(plan_root_hash(&p, "10-base", hash, sizeof(hash), err, sizeof(err)) == 0, "found: %s", err);
 	CHECK_STR(hash, h1);
-	CHECK(plan_verify_hash(p.verify, "20-x", hash, sizeof(hash), err, sizeof(err)) == 0 && strlen(hash) == 32,
+	CHECK(plan_root_hash(&p, "20-x", hash, sizeof(hash), err, sizeof(err)) == 0 && strlen(hash) == 32,
 	      "short (md5-sized) hash: %s", err);
-	CHECK(plan_verify_hash(p.verify, "10-bas", hash, sizeof(hash), err, sizeof(err)) == -1 &&
+	CHECK(plan_root_hash(&p, "10-bas", hash, sizeof(hash), err, sizeof(err)) == -1 &&
 		      strstr(err, "no root hash for layer 10-bas"),
 	      "a prefix is not the layer: %s", err);
-	CHECK(plan_verify_hash("10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", "10-base", hash, sizeof(hash),
-			       err, sizeof(err)) == -1 &&
-		      strstr(err, "10-base"),
+	/* the hash goes with its layer when the layers are chosen, and the printed plan says which guards which */
+	CHECK(layers_choose(&p, &b, files, 3, err, sizeof(err)) == 3, "three layers: %s", err);
+	CHECK_STR(b.layer[0].root_hash, h1);
+	CHECK(strlen(b.layer[1].root_hash) == 32, "20-x has its hash");
+	CHECK(b.layer[2].root_hash[0] == '\0' && strstr(b.layer[2].no_hash, "no root hash for layer 30-y"),
+	      "30-y has none, and why: %s", b.layer[2].no_hash);
+	plan_print(&p, &b, buf, sizeof(buf));
+	snprintf(spec, sizeof(spec), "\nlayer.10-base.root_hash=%s\n", h1);
+	CHECK(strstr(buf, spec) && strstr(buf, "\nlayer.30-y.root_hash=none: live.verify= has no root hash"),
+	      "printed per layer: %s", buf);
+	snprintf(spec, sizeof(spec), "\nverify.mode=on\nverify.root_hash.10-base=%s\nverify.root_hash.20-x=%.32s\n", h1,
+		 h1);
+	CHECK(strstr(buf, spec) != NULL, "the plan's hashes printed: %s", buf);
+
+	make("live.verify=10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", &p);
+	CHECK(plan_root_hash(&p, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 &&
+		      strstr(err, "10-base is not hexadecimal"),
 	      "not hex: %s", err);
-	snprintf(spec, sizeof(spec), "10-base:%s,10-base:%s", h1, h1);
-	CHECK(plan_verify_hash(spec, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "twice"),
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,10-base:%s", h1, h1);
+	make(spec, &p);
+	CHECK(plan_root_hash(&p, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "twice"),
 	      "twice: %s", err);
-	CHECK(plan_verify_hash("10-base:abcd", "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 &&
-		      strstr(err, "4 digits"),
+	make("live.verify=10-base:abcd", &p);
+	CHECK(plan_root_hash(&p, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "4 digits"),
 	      "too short: %s", err);
+	make("live.verify=10-base:abcd,20-x", &p);
+	CHECK(plan_root_hash(&p, "20-x", hash, sizeof(hash), err, sizeof(err)) == -1 && strstr(err, "no root hash"),
+	      "an entry without a colon names no layer: %s", err);
 }
 
 static void test_toram(void)
@@ -366,11 +408,11 @@ static void test_toram(void)
 	char note[200], err[100];
 
 	make("live.toram", &p);
-	CHECK(layers_choose(&p, files, 1, err, sizeof(err)) == 1, "layer");
-	p.layer[0].bytes = 100ULL << 20;
-	CHECK(plan_toram_fits(&p, note, sizeof(note)), "100 MiB fits into 800 MiB: %s", note);
-	p.layer[0].bytes = 750ULL << 20;
-	CHECK(!plan_toram_fits(&p, note, sizeof(note)), "750 MiB + reserve does not fit");
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "layer");
+	b.layer[0].bytes = 100ULL << 20;
+	CHECK(plan_toram_fits(&p, &b, note, sizeof(note)), "100 MiB fits into 800 MiB: %s", note);
+	b.layer[0].bytes = 750ULL << 20;
+	CHECK(!plan_toram_fits(&p, &b, note, sizeof(note)), "750 MiB + reserve does not fit");
 	CHECK(strstr(note, "not enough RAM") && strstr(note, "MemAvailable 800 MiB"), "note: %s", note);
 }
 
@@ -423,7 +465,7 @@ static void test_persist(void)
 	CHECK(paths_key("/abcdef", key, 4) == -1, "too long refused");
 
 	make("live.persist=LABEL=mine live.persist.paths=/home live.persist.ro", &p);
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\npersist=LABEL=mine\n") && strstr(buf, "\npersist.paths=/home\n") &&
 		      strstr(buf, "\npersist.flags=ro\n"),
 	      "plan records persistence: %s", buf);
@@ -431,7 +473,7 @@ static void test_persist(void)
 	CHECK(p.persist_kind == PK_LABEL && strcmp(p.persist_arg, "mine") == 0 && p.persist_ro && !p.persist_reset,
 	      "LABEL= parsed: %d '%s'", p.persist_kind, p.persist_arg);
 	make("live.persist=file:/dir/x.img live.persist.reset live.persist.ro", &p);
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(p.persist_kind == PK_FILE && strcmp(p.persist_arg, "/dir/x.img") == 0 && p.persist_reset,
 	      "file: parsed: %d '%s'", p.persist_kind, p.persist_arg);
 	CHECK(strstr(buf, "\npersist.flags=ro,reset\n") != NULL, "both flags printed: %s", buf);
@@ -442,6 +484,16 @@ static void test_persist(void)
 	CHECK(p.persist_kind == PK_OFF && p.persist_arg[0] == '\0', "off has no argument");
 	make("live.persist=LABEL=", &p);
 	CHECK(p.persist_kind == PK_BAD, "LABEL= without a name is bad");
+	make("live.persist=LABEL=s live.persist.paths=/home//,/proc,/var/lib/app", &p);
+	CHECK(p.persist_paths_given && p.npersist_paths == 2 && strcmp(p.persist_paths[0], "/home") == 0 &&
+		      strcmp(p.persist_paths[1], "/var/lib/app") == 0,
+	      "live.persist.paths parsed once: %d", p.npersist_paths);
+	CHECK(strcmp(p.persist_paths_bad, "'/proc'") == 0, "what it refused is kept to be said: %s",
+	      p.persist_paths_bad);
+	plan_print(&p, &b, buf, sizeof(buf));
+	CHECK(strstr(buf, "\npersist.paths=/home,/var/lib/app\n") != NULL, "the paths printed: %s", buf);
+	make("live.persist=LABEL=s", &p);
+	CHECK(!p.persist_paths_given && p.npersist_paths == 0, "no live.persist.paths: the store's paths.conf decides");
 }
 
 /* Network boot: the keys, ip= and BOOTIF= planned once; a netbooted client keeps no store unless one is named. */
@@ -451,18 +503,35 @@ static void test_net(void)
 	static char buf[65536];
 
 	make("live.fetch=http://10.0.0.1/images/ab/ BOOTIF=01-52-54-00-12-34-56 ip=dhcp live.toram", &p);
-	CHECK_STR(p.fetch, "http://10.0.0.1/images/ab/");
+	CHECK(p.net == NET_FETCH && p.nfetch == 1, "one URL: %d", p.nfetch);
+	CHECK_STR(p.fetch[0], "http://10.0.0.1/images/ab/");
 	CHECK_STR(p.bootif_mac, "52:54:00:12:34:56");
 	CHECK(p.ip.dhcp && !p.ip.off, "ip=dhcp");
 	CHECK(p.persist_kind == PK_OFF, "netboot: persistence off unless named (%d)", p.persist_kind);
 	CHECK(!p.toram && strstr(p.adjusted, "live.toram with live.fetch="), "toram dropped, said: %s", p.adjusted);
-	plan_print(&p, buf, sizeof(buf));
+	plan_print(&p, &b, buf, sizeof(buf));
 	CHECK(strstr(buf, "\nmedium.fetch=http://10.0.0.1/images/ab/\nnet=\n") != NULL, "plan prints the fetch URL");
+	make("live.fetch=http://a/x,http://b:8080/y live.verify=10-base:00 live.check", &p);
+	CHECK(p.nfetch == 2 && strcmp(p.fetch[1], "http://b:8080/y/") == 0 && !p.net_bad[0], "two URLs: %s", p.net_bad);
+	CHECK(p.check, "live.fetch with live.verify=: every layer read in full");
+	make("live.fetch=http://a/ live.check", &p);
+	CHECK(!p.check, "live.fetch without live.verify=: no check (nothing to check against)");
+	make("live.fetch=https://a/x", &p);
+	CHECK(p.net == NET_FETCH && p.nfetch == 0 && strstr(p.net_bad, "'https://a/x' is not an http://HOST/PATH URL"),
+	      "a bad URL is kept for the medium step to say: %s", p.net_bad);
 	make("live.nbd=10.0.0.1/liveunion-ab live.persist=LABEL=mystore", &p);
 	CHECK(p.persist_kind == PK_LABEL, "a named store stays (%d)", p.persist_kind);
-	CHECK_STR(p.nbd, "10.0.0.1/liveunion-ab");
+	CHECK(p.net == NET_NBD && strcmp(p.nbd.host, "10.0.0.1") == 0 && strcmp(p.nbd.port, "10809") == 0 &&
+		      strcmp(p.nbd.export, "liveunion-ab") == 0,
+	      "nbd parsed once: %s %s %s", p.nbd.host, p.nbd.port, p.nbd.export);
+	plan_print(&p, &b, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nmedium.nbd=10.0.0.1:10809/liveunion-ab\n") != NULL, "plan prints the nbd export: %s", buf);
+	make("live.nbd=server", &p);
+	CHECK(p.net == NET_NBD && !p.nbd.host[0] && strstr(p.net_bad, "want HOST[:PORT]/EXPORT"),
+	      "a bad export is kept for the medium step to say: %s", p.net_bad);
 	make("live.fetch=http://a/ live.nbd=b/c", &p);
-	CHECK(p.fetch[0] && !p.nbd[0] && strstr(p.adjusted, "live.fetch= used"), "fetch wins, said: %s", p.adjusted);
+	CHECK(p.net == NET_FETCH && !p.nbd.host[0] && strstr(p.adjusted, "live.fetch= used"), "fetch wins, said: %s",
+	      p.adjusted);
 	make("ip=10.0.0.300 BOOTIF=zz live.fetch=http://a/", &p);
 	CHECK(p.ip.dhcp && strstr(p.adjusted, "DHCP on any interface used"), "bad ip=: DHCP, said: %s", p.adjusted);
 	CHECK(!p.bootif_mac[0] && strstr(p.adjusted, "BOOTIF=zz"), "bad BOOTIF= ignored, said: %s", p.adjusted);

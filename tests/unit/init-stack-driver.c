@@ -31,12 +31,12 @@ static void warn_msg(void *ctx, const char *text)
 	msg("%s", text);
 }
 
-static void save(const struct plan *p)
+static void save(const struct plan *p, const struct boot *b)
 {
 	static char buf[16384];
 	char path[PATH_LEN + 8];
 	FILE *f;
-	size_t n = plan_print(p, buf, sizeof(buf));
+	size_t n = plan_print(p, b, buf, sizeof(buf));
 
 	snprintf(path, sizeof(path), "%s/plan", p->run_live);
 	f = fopen(path, "w");
@@ -66,6 +66,7 @@ int main(int argc, char **argv)
 {
 	static struct cmdline c;
 	static struct plan p;
+	static struct boot b;
 	struct facts f;
 	int i, rc = 0;
 
@@ -81,33 +82,34 @@ int main(int argc, char **argv)
 	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
 		return 2;
 	plan_make(&c, &f, argv[3], argv[4], &p);
+	plan_boot_init(&p, &b);
 	log_debug_enable(p.debug);
 	if (mkdir_p(p.run_live, 0755) != 0)
 		rc = -1;
 	for (i = 0; rc == 0 && i <= S_OVERLAY; i++) {
 		switch (i) {
 		case S_MEDIUM:
-			rc = discover_medium(&p, argv[1], argv[2]);
+			rc = discover_medium(&p, &b, argv[1], argv[2]);
 			if (rc == 0 && argc == 7) {
 				const char *colon = strchr(argv[6], ':');
 
-				if (!colon || (size_t)(colon - argv[6]) >= sizeof(p.medium_fstype))
+				if (!colon || (size_t)(colon - argv[6]) >= sizeof(b.medium_fstype))
 					return 2;
-				memcpy(p.medium_fstype, argv[6], (size_t)(colon - argv[6]));
-				p.medium_fstype[colon - argv[6]] = '\0';
-				snprintf(p.device, sizeof(p.device), "%s", colon + 1);
-				msg("test: mounting the stand-in %s (%s) as the medium", p.device, p.medium_fstype);
+				memcpy(b.medium_fstype, argv[6], (size_t)(colon - argv[6]));
+				b.medium_fstype[colon - argv[6]] = '\0';
+				snprintf(b.device, sizeof(b.device), "%s", colon + 1);
+				msg("test: mounting the stand-in %s (%s) as the medium", b.device, b.medium_fstype);
 			}
 			if (rc == 0)
-				rc = stack_medium(&p);
+				rc = stack_medium(&p, &b);
 			break;
-		case S_LAYERS: rc = stack_layers(&p); break;
-		case S_TORAM: rc = toram_copy(&p); break;
+		case S_LAYERS: rc = stack_layers(&p, &b); break;
+		case S_TORAM: rc = toram_copy(&p, &b); break;
 		case S_UPPER: rc = stack_upper(&p); break;
-		case S_OVERLAY: rc = stack_overlay(&p); break;
+		case S_OVERLAY: rc = stack_overlay(&p, &b); break;
 		}
 		if (rc == 0)
-			p.done = i + 1;
+			b.done = i + 1;
 		else
 			msg("step %s failed", plan_step_name(i));
 	}
@@ -115,7 +117,7 @@ int main(int argc, char **argv)
 		msg("init %s found in %s", p.init, p.newroot);
 	else if (rc == 0)
 		rc = -1;
-	save(&p);
+	save(&p, &b);
 	if (rc != 0) {
 		msg("%s: %s", fail_what(), strerror(fail_errno()));
 		return 1;

@@ -14,12 +14,10 @@ rm -rf "$B" && mkdir -p "$B" || exit 1
 LF=$B/luks-fill
 M=$((1024 * 1024))
 
-build_plain() { gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$B/luks-fill-plain" "$TOP/iso/luks-fill.c" -lcrypto; }
-build_san() {
-	gcc -std=c11 -D_GNU_SOURCE -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-fno-omit-frame-pointer -o "$LF" "$TOP/iso/luks-fill.c" -lcrypto
-}
-require "build luks-fill (gcc -std=c11 -Wall -Wextra -Werror)" build_plain
+# iso/Makefile is the one recipe: the build's variant, then the same under ASan/UBSan, which the checks run
+build_plain() { make -s -C "$TOP/iso" O="$B/build" luks-fill; }
+build_san() { make -s -C "$TOP/iso" O="$B" SAN=1 luks-fill; }
+require "build luks-fill (iso/Makefile: gcc -std=c11 -Wall -Wextra -Werror)" build_plain
 require "build luks-fill under ASan/UBSan" build_san
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 have() { command -v "$1" >/dev/null; }

@@ -11,16 +11,13 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 B=$OUT/tests/replay-log
 rm -rf "$B" && mkdir -p "$B" || exit 1
-SRC=$TOP/tests/powerloss/replay-log.c
-RL=$B/replay-log-san
+RL=$B/san/replay-log
 K=1024
 
-build_plain() { gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$B/replay-log" "$SRC"; }
-build_san() {
-	gcc -std=c11 -O1 -g -Wall -Wextra -Werror -fsanitize=address,undefined -fno-sanitize-recover=all \
-		-fno-omit-frame-pointer -o "$RL" "$SRC"
-}
-require "build replay-log (gcc -std=c11 -Wall -Wextra -Werror)" build_plain
+# iso/Makefile is the one recipe: the variant the power-loss scenarios use, then the same under ASan/UBSan
+build_plain() { make -s -C "$TOP/iso" O="$B" replay-log; }
+build_san() { make -s -C "$TOP/iso" O="$B/san" SAN=1 replay-log; }
+require "build replay-log (iso/Makefile: gcc -std=c11 -Wall -Wextra -Werror)" build_plain
 require "build replay-log under ASan/UBSan" build_san
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 have() { command -v "$1" >/dev/null; }

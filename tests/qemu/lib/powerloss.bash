@@ -19,11 +19,11 @@ NRANDOM=${POWERLOSS_RANDOM:-24}
 BSIZE=${POWERLOSS_BLOCK_SIZE:-4096}
 UPPER=/liveunion-v1/upper
 
-build_rl() { gcc -std=c11 -O2 -Wall -Wextra -Werror -o "$RL" "$TOP/tests/powerloss/replay-log.c"; }
+build_rl() { make -s -C "$TOP/iso" O="$PDIR" replay-log; }
 require replay-log-built build_rl
 LF=$PDIR/luks-fill PASS='power loss inside'
 if [ "$PL_KIND" = luks ]; then
-	build_lf() { gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -o "$LF" "$TOP/iso/luks-fill.c" -lcrypto; }
+	build_lf() { make -s -C "$TOP/iso" O="$PDIR" luks-fill; }
 	require luks-fill-built build_lf
 	printf '%s\n' "$PASS" >"$PDIR/pass"
 fi
