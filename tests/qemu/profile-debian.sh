@@ -18,6 +18,9 @@ check banner-names-profile banner_has "profile debian"
 check systemd-running profile_running
 check systemd-is-pid-1 vm_fact 'readlink /proc/1/exe' /usr/lib/systemd/systemd
 check no-failed-units vm_none 'systemctl --failed --no-legend --plain'
+# the image is complete: no "first boot after an update" units at every live boot (/etc/.updated, /var/.updated)
+check sysusers-not-run-at-boot vm_fact 'systemctl show -P ConditionResult systemd-sysusers.service' no
+check etc-marked-updated-at-usr-time vm_fact 'n=$(sed -n "s/^TIMESTAMP_NSEC=//p" /etc/.updated); [ "$((n / 1000000000))" -eq "$(stat -c %Y /usr)" ] && echo same' same
 check serial-getty-on-ttyS0 vm_run 'systemctl is-active serial-getty@ttyS0.service'
 check live-user-in-sudo-group vm_run 'id -nG live'
 check live-user-groups out_has '(^| )sudo( |$)'
