@@ -6,7 +6,7 @@
 #                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
 #   ./build.sh netboot [--profile NAME] -o DIR
 #                         build, then a tree for network boot: iPXE, the image's kernel, initramfs, layers and ISO
-#                         under a name that is the hash of their content (iso/netboot.sh; README "Lab: network boot")
+#                         under a name that is the hash of their content (iso/netboot.sh; docs/netboot.md)
 #   ./build.sh serve DIR --interface IFACE [--dhcp-range A,B] [--boot fetch|nbd] ...
 #                         serve such a tree: dnsmasq (proxyDHCP, TFTP), nginx, nbd-server (iso/serve.sh --help)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
@@ -14,10 +14,10 @@
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
 #                         keeps trusting the next build)
 #   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
-#                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see README
+#                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see docs/profiles.md
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS; SB_KEY and SB_CERT (the
 #   Secure Boot key and certificate that sign what we build; default: one made once under out/sb/key), ISO_UKI=1
-#   (UEFI boots signed unified kernel images through systemd-boot; see README, Secure Boot); ISO_MENU_TIMEOUT (seconds
+#   (UEFI boots signed unified kernel images through systemd-boot; see docs/secure-boot.md); ISO_MENU_TIMEOUT (seconds
 #   the boot menus wait, default 2: time to press a key for toram or the rescue shell; 0 boots at once);
 #   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache),
 #   DEBOOTSTRAP_TIMEOUT (seconds, default 1800); tests: TEST_TIMEOUT (seconds per test, default 1200).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Build host: turns `init --help-keys` (the init's one key table) into the Markdown table in README.md.
+# Build host: turns `init --help-keys` (the init's one key table) into the Markdown table in docs/boot.md.
 #   initramfs/keys-to-md.sh out/initramfs/init
 set -eu
 "$1" --help-keys | awk -F'\t' 'NR == 1 { print "| key | type | default | meaning |"; print "| --- | --- | --- | --- |"; next }

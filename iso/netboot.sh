@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# ./build.sh netboot: the built ISO as a tree to serve for network boot (README "Lab: network boot").
+# ./build.sh netboot: the built ISO as a tree to serve for network boot (docs/netboot.md).
 # Sourced by build.sh, which provides log, die, OUT, TOP, LIVEUNION_VERSION and the built ISO.
 #
 # DIR/

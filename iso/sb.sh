@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Build-host part of Secure Boot (README "Secure Boot"): Debian's signed boot chain for the ISO's UEFI path, and a
+# Build-host part of Secure Boot (docs/secure-boot.md): Debian's signed boot chain for the ISO's UEFI path, and a
 # key of ours for what we build ourselves (the tiny kernel, the pc flavour's overlay.ko and squashfs.ko, and the
 # unified kernel images of ISO_UKI=1).
 #   out/sb/debs/   the pinned packages below (apt-get download), kept: never fetched twice
@@ -10,7 +10,7 @@
 
 # The one place the signed boot chain is pinned: Debian bookworm's package versions. shim checks GRUB's SBAT
 # generation, and the firmware's revocation list (dbx, SbatLevel) may refuse an old pair: update both pins together
-# to the versions `apt-cache policy shim-signed grub-efi-amd64-signed` shows after `apt-get update` (README).
+# to the versions `apt-cache policy shim-signed grub-efi-amd64-signed` shows after `apt-get update` (docs/secure-boot.md).
 SB_DEBS=(
 	shim-signed=1.51~1+deb12u1+16.1-2~deb12u1
 	shim-helpers-amd64-signed=1+16.1+2~deb12u1
@@ -91,7 +91,7 @@ sb_keys() {
 				-addext keyUsage=digitalSignature -addext extendedKeyUsage=codeSigning \
 				-keyout "$d/db.key.tmp" -out "$d/db.crt.tmp" 2>/dev/null || die "openssl could not make a Secure Boot key in $d"
 			chmod 0600 "$d/db.key.tmp" && mv "$d/db.crt.tmp" "$d/db.crt" && mv "$d/db.key.tmp" "$d/db.key"
-			log "  made this checkout's Secure Boot key: $d/db.key (kept there, never in git); enroll $d/db.cer (README, Secure Boot)"
+			log "  made this checkout's Secure Boot key: $d/db.key (kept there, never in git); enroll $d/db.cer (docs/secure-boot.md)"
 		fi
 	fi
 	openssl x509 -in "$d/db.crt" -outform DER -out "$d/db.cer" || die "cannot write $d/db.cer"

@@ -37,8 +37,8 @@ unmount_below() {
 }
 
 # debian_tree NAME SUITE MIRROR: the cached debootstrap tree for NAME's package list (made when missing); prints its path.
-# The pc flavour adds kmod (modprobe, modinfo), mokutil (enrolling our Secure Boot key from the live system: README,
-# Secure Boot) and the firmware packages; non-free ones need their component.
+# The pc flavour adds kmod (modprobe, modinfo), mokutil (enrolling our Secure Boot key from the live system: docs/secure-boot.md)
+# and the firmware packages; non-free ones need their component.
 debian_tree() {
 	local name=$1 suite=$2 mirror=$3 pkgs key dir t0 comps=main
 	pkgs=$({

@@ -6,7 +6,7 @@
 #   fact NAME WANT COMMAND...   one fact in one check: COMMAND succeeds and prints exactly WANT
 #   require NAME COMMAND...     a check nothing after it can mean anything without: finish at once when it fails
 #   skip NAME REASON            what this machine cannot check, and why: counted and shown, and tests/run fails
-#                               the run for it unless LIVEUNION_ALLOW_SKIPS=1 (README.md, Tests)
+#                               the run for it unless LIVEUNION_ALLOW_SKIPS=1 (docs/tests.md)
 #   no_line ERE [FILE...]       no line of the files (or stdin) matches ERE; a file that cannot be read is no absence
 #   absent ERE COMMAND...       COMMAND succeeds and no line of its output matches ERE
 #   finish                      `N passed, N failed, N skipped`, the exit status

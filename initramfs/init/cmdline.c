@@ -10,7 +10,7 @@
 /* The boot steps in their order (enum step_id): live.break= stops before one. */
 static const char *const break_choices[] = {"medium", "layers", "toram", "upper", "overlay", "switch", NULL};
 
-/* Every live.* key the init understands. The README's parameter list is generated from
+/* Every live.* key the init understands. The parameter list of docs/boot.md is generated from
  * `init --help-keys`, which prints exactly this table (kept as written: one key per entry). */
 /* clang-format off */
 const struct key_def key_table[K_COUNT] = {
@@ -55,7 +55,7 @@ const struct key_def key_table[K_COUNT] = {
 		"comes up by DHCP, or ip= (static too), preferring BOOTIF=", 0, NULL},
 	[K_NBD] = {"nbd", T_STRING, "",
 		"network boot for little RAM: HOST[:PORT]/EXPORT of nbd-server (port 10809 by default); the ISO is read "
-		"as a network block device, its layers through dm-verity; what happens when the server goes away: README",
+		"as a network block device, its layers through dm-verity; what happens when the server goes away: docs/netboot.md",
 		0, NULL},
 };
 /* clang-format on */

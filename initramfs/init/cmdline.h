@@ -76,6 +76,6 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 int cmdline_size_parse(const char *s, struct size_spec *out);
 /* Resolve a size against the amount of RAM. */
 unsigned long long cmdline_size_resolve(const struct size_spec *s, unsigned long long mem_total);
-/* The key table as text (for `init --help-keys` and the README check). */
+/* The key table as text (for `init --help-keys` and the docs/boot.md check). */
 size_t cmdline_help(char *buf, size_t len);
 #endif

@@ -225,7 +225,7 @@ int main(int argc, char **argv)
 	check_no_whiteout_visible();
 
 	if (n_known)
-		printf("# %d known limit(s), overlayfs limits documented in README.md (Tests), not counted as failures\n", n_known);
+		printf("# %d known limit(s), overlayfs limits documented in docs/tests.md, not counted as failures\n", n_known);
 	printf("%d passed, %d failed\n", n_pass, n_fail);
 	return n_fail ? 1 : 0;
 }

@@ -25,7 +25,7 @@ struct uc {
 
 extern struct uc uc;
 
-/* reporting: one line per check; known_limit() is only for limits documented in README.md */
+/* reporting: one line per check; known_limit() is only for limits documented in docs/tests.md */
 int want(const char *name);
 int want_area(const char *area);
 void ok(const char *name);

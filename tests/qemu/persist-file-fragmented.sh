@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: a liveunion-rw.img that is fragmented on its FAT32 is still used (through a read-write FAT mount, said on the console); the four changes survive reboot; after poweroff the image is clean on the host and the FAT (fsck.vfat -n) has no damage but the dirty bit README.md documents for this case
+# summary: a liveunion-rw.img that is fragmented on its FAT32 is still used (through a read-write FAT mount, said on the console); the four changes survive reboot; after poweroff the image is clean on the host and the FAT (fsck.vfat -n) has no damage but the dirty bit docs/persistence.md documents for this case
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
@@ -27,7 +27,7 @@ check image-clean-after-poweroff file_store_fsck "$img"
 check image-unmounted-cleanly store_clean
 check image-holds-etc-file store_file_is /liveunion-v1/upper/etc/kept "etc-$tag"
 # The FAT was mounted read-write until power-off (the store's loop device keeps the image open for writing, so it
-# cannot go read-only): marked dirty, as README.md says; nothing else is wrong with it.
+# cannot go read-only): marked dirty, as docs/persistence.md says; nothing else is wrong with it.
 check fat-left-dirty-as-documented fat_dirty "$img"
 check fat-partition-clean-but-dirty-bit fat_clean_but_dirty "$img"
 finish

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the union conformance suite (tests/conformance) on the debian profile's live root: its 10-base + the 90-conformance layer, systemd running, BIOS CD; every check passes, only the overlayfs limits README.md documents are reported
+# summary: the union conformance suite (tests/conformance) on the debian profile's live root: its 10-base + the 90-conformance layer, systemd running, BIOS CD; every check passes, only the overlayfs limits docs/tests.md documents are reported
 VM_TIMEOUT=${VM_TIMEOUT:-600}
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "$0")/lib/profile.bash"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as README says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
+# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as docs/secure-boot.md says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib/profile.bash
@@ -33,7 +33,7 @@ check ms-debian-overlay-runs log_has 'liveunion: overlayfs: loaded the kernel.s 
 check ms-running-overlay-is-debians vm_fact 'cat /sys/module/overlay/taint' ''
 check ms-root-is-overlay vm_run 'grep -q "^[^ ]* / overlay " /proc/mounts'
 
-# Enrolling our key as README says: mokutil --import in the live system, then MokManager (shim's) at the next boot,
+# Enrolling our key as docs/secure-boot.md says: mokutil --import in the live system, then MokManager (shim's) at the next boot,
 # answered on the serial console: a key within its 10 s, Enroll MOK, Continue, Yes, the password, Reboot.
 fpr=$(openssl x509 -in "$OUT/sb/key/db.crt" -noout -fingerprint -sha1 | sed 's/.*=//' | tr 'A-F' 'a-f')
 check mok-import-queued vm_run 'printf "liveunion\nliveunion\n" | mokutil --import /run/live/medium/boot/liveunion-sb.cer'

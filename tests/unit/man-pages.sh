@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check and require (tests/lib.sh)
 # summary: the man pages. liveunion-boot(7) lists exactly the keys of the init's table (initramfs/keys-to-man.sh,
-# like README's table), the live root carries that very page and liveunion(1), both are clean roff (groff -ww,
+# like docs/boot.md's table), the live root carries that very page and liveunion(1), both are clean roff (groff -ww,
 # mandoc -Tlint when installed), liveunion(1) names every subcommand and option the program's --help does and
 # no other, and `make -C liveunion install` puts the command and both pages under DESTDIR/PREFIX.
 # shellcheck source=tests/lib.sh

@@ -4,7 +4,7 @@
 # lacks kernel/patches/0001 and 0002. It shows the bugs they fix: getconf NAME_MAX says 256 (squashfs' limit) while a
 # 256-byte name cannot be created (tmpfs takes 255), and a missing 256-byte name is ENOENT, not ENAMETOOLONG. The
 # patched kernel's side is tests/qemu/unionfs-namemax.sh, which fails on such a kernel. A host kernel without the bugs
-# has a fix of its own: this test then fails, since what README.md says of the stock kernel is no longer true. A
+# has a fix of its own: this test then fails, since what docs/build.md says of the stock kernel is no longer true. A
 # tmpfs-over-tmpfs overlay beside it must report 255 and ENAMETOOLONG, so the squashfs layer makes the difference.
 set -e
 # shellcheck source=tests/lib.sh
@@ -47,7 +47,7 @@ out=$(touch "$work/m/${n255}n" 2>&1) && rc=0 || rc=$?
 check create-256-on-union-fails-ENAMETOOLONG test "$rc" -ne 0 -a -z "${out##*File name too long*}"
 check lower-256-byte-name-reads-through-union test "$(cat "$work/m/$long")" = long
 # The bug: the overlay reports its lower layer's 256 although it creates no name longer than 255.
-[ "$union" = 255 ] && echo "# this host kernel reports 255: it has a fix (kernel/patches/0001 or its own); README.md says otherwise"
+[ "$union" = 255 ] && echo "# this host kernel reports 255: it has a fix (kernel/patches/0001 or its own); docs/build.md says otherwise"
 check union-reports-squashfs-256-unpatched test "$union" = 256
 check tmpfs-only-union-reports-255 test "$(getconf NAME_MAX "$work/c/m")" = 255
 # kernel/patches/0002: a 256-byte name that exists in no layer. ext4 or tmpfs say ENAMETOOLONG for it; the overlay

@@ -72,7 +72,7 @@ expect kernel-pc-free-firmware-only '^pc:firmware-linux-free$' 'profile_load pcf
 expect kernel-from-base '^pc$' 'profile_load onpc; echo "$PFLAVOUR"'
 expect kernel-bad-value-named 'kernel=big: use tiny or pc' 'profile_load badkernel' fail
 expect firmware-bad-value-named 'firmware.nonfree=maybe: use yes or no' 'profile_load badfw' fail
-# The profiles in the tree load, and their package lists are what the README says the debian one holds.
+# The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)
 	PDIR=$TOP/configs/profiles expect "shipped-profile-$n-loads" "^$n$" "profile_load $n; echo \"\${PCONF[name]}\""

@@ -39,7 +39,7 @@ conformance_iso() {
 	"$TOP/tests/conformance/mklayer.sh" >&2 &&
 		"$TOP/build.sh" iso-with "$CONFORMANCE_ISO" "$OUT/tests/50-middle.squashfs" "$OUT/tests/90-conformance.squashfs" >&2
 }
-# The overlayfs limits README.md (Tests) documents for the init's options with a tmpfs upper (index=on,
+# The overlayfs limits docs/tests.md documents for the init's options with a tmpfs upper (index=on,
 # redirect_dir=on, kernel/patches/0002 and 0003): the conformance scenarios fail on any other known-limit line.
 CONFORMANCE_KNOWN_LIMITS='mmap.shared-lower-then-write namemax.lower-256-remove'
 # After `vm_run unionconf -v` (both conformance scenarios): conformance_passed: every check passed, and enough of
@@ -58,7 +58,7 @@ conformance_only_documented_limits() {
 	local n bad=0
 	while read -r n; do
 		case " $CONFORMANCE_KNOWN_LIMITS " in
-		*" $n "*) vm_note "known limit (README.md): $n" ;;
+		*" $n "*) vm_note "known limit (docs/tests.md): $n" ;;
 		*) vm_note "known-limit $n is not a documented overlayfs limit"; bad=1 ;;
 		esac
 	done < <(sed -n 's/^known-limit \([^:]*\):.*/\1/p' <<<"$VM_OUT")
