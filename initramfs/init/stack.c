@@ -184,9 +184,8 @@ static int overlay_fsopen(const struct plan *p, const struct boot *b, const char
 	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
-	    (upper_is_volatile(b) &&
-	     (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
-	      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
+	    (upper_is_volatile(b) && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
+				      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
 	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
 		goto out;
 	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
