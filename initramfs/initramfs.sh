@@ -67,10 +67,12 @@ initramfs_e2fsck_list() {
 	done
 }
 
-# initramfs_build_init DIR: DIR/init through initramfs/init/Makefile, where the C flags are defined.
+# initramfs_build_init DIR: DIR/init through initramfs/init/Makefile, where the C flags are defined, with the kernel
+# tree's headers (out/kernel/uapi, kernel/kernel.sh): musl has none of its own.
 initramfs_build_init() {
 	local dir=$1
-	make -s -C "$TOP/initramfs/init" O="$dir" VERSION="$LIVEUNION_VERSION" image ||
+	[ -f "$OUT/kernel/uapi/include/linux/loop.h" ] || die "no $OUT/kernel/uapi/include: run the kernel stage first"
+	make -s -C "$TOP/initramfs/init" O="$dir" UAPI="$OUT/kernel/uapi/include" VERSION="$LIVEUNION_VERSION" image ||
 		die "cannot compile the init (initramfs/init/*.c, with initramfs/init/Makefile)"
 }
 
@@ -85,7 +87,7 @@ stage_initramfs() {
 	mkdir -p "$dir"
 	gen=$(initramfs_gen_cpio)
 	# liveunion/include: the init includes contract.h, shared with the `liveunion` command
-	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
+	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$OUT/kernel/uapi/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
 		"$gen")" "$SOURCE_DATE_EPOCH" "$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" \
 		"$(zstd --version | head -1)" | sha256sum | cut -c1-16)
 	if stage_done initramfs "$h" && [ -f "$img" ]; then
