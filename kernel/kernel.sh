@@ -56,21 +56,12 @@ kernel_check_config() {
 	fi
 }
 
-# kernel_uapi SRC BUILD: the tree's user-space API headers (make headers_install) into out/kernel/uapi/include, the
-# kernel definitions the init's musl build includes (loop, device-mapper, NBD, the mount API, netlink, block ioctls).
-kernel_uapi() {
-	rm -rf "$OUT/kernel/uapi.tmp"
-	make -s -C "$1" O="$2" ARCH=x86_64 headers_install INSTALL_HDR_PATH="$OUT/kernel/uapi.tmp" >/dev/null ||
-		die "make headers_install failed in $1 (needs rsync)"
-	rm -rf "$OUT/kernel/uapi" && mv "$OUT/kernel/uapi.tmp" "$OUT/kernel/uapi"
-}
-
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh after the stage returns
 stage_kernel() {
 	local id h src build mk
 	id=$(kernel_src_id)
 	h=$(printf '%s\n%s\n' "$id" "$(hash_of "$TOP/kernel/patches" "$TOP/configs/kernel" "$TOP/kernel/kernel.sh")" | sha256sum | cut -c1-16)
-	if stage_done kernel "$h" && [ -f "$OUT/kernel/bzImage" ] && [ -f "$OUT/kernel/uapi/include/linux/loop.h" ]; then
+	if stage_done kernel "$h" && [ -f "$OUT/kernel/bzImage" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
 	fi
@@ -106,7 +97,6 @@ stage_kernel() {
 	"${mk[@]}" bzImage >"$build/make.log" 2>&1 || { tail -n 30 "$build/make.log" >&2; die "kernel build failed (log: $build/make.log)"; }
 	cp "$build/arch/x86/boot/bzImage" "$OUT/kernel/bzImage.tmp" && mv "$OUT/kernel/bzImage.tmp" "$OUT/kernel/bzImage"
 	cp "$build/.config" "$OUT/kernel/config"
-	kernel_uapi "$src" "$build"
 	# The initramfs stage packs its cpio with the kernel's own generator: no root needed for /dev/console.
 	cc -O2 -o "$OUT/kernel/gen_init_cpio" "$src/usr/gen_init_cpio.c" || die "cannot compile usr/gen_init_cpio.c"
 	stage_mark kernel "$h"
