@@ -40,7 +40,7 @@ if [ -z "${SOURCE_DATE_EPOCH:-}" ]; then
 fi
 export SOURCE_DATE_EPOCH
 
-BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd
+BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-dev cpio xz-utils zstd rsync
 	busybox-static musl-tools squashfs-tools xorriso isolinux syslinux syslinux-common
 	mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin sbsigntool openssl faketime)
 TEST_PKGS=(qemu-system-x86 qemu-utils ovmf ipxe-qemu curl shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc

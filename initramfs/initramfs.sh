@@ -67,10 +67,46 @@ initramfs_e2fsck_list() {
 	done
 }
 
-# initramfs_build_init DIR: DIR/init through initramfs/init/Makefile, where the C flags are defined.
+# initramfs_uapi: out/initramfs/uapi/include, the kernel's user-space API headers (make headers_install) of
+# KERNEL_SRC, which the init's musl build includes (musl has none of its own: loop, device-mapper, NBD, the mount
+# API, netlink, block ioctls). Made once per kernel source; headers_install needs no configured or built kernel,
+# so the pc flavour, which builds no tiny kernel, makes them the same way (from the kernel stage's unpacked tree
+# when there is one, else from an unpacked copy of the tarball, removed after).
+initramfs_uapi() {
+	local u=$OUT/initramfs/uapi id src t=''
+	id=$(kernel_src_id)
+	if [ -f "$u/include/linux/loop.h" ] && [ "$(cat "$u/source" 2>/dev/null)" = "$id" ]; then
+		return 0
+	fi
+	command -v rsync >/dev/null || need_pkgs rsync
+	src=
+	if [ -d "$OUT/kernel" ]; then
+		src=$(find "$OUT/kernel" -maxdepth 1 -name 'src-*' -type d | sort | head -n 1)
+	fi
+	if [ -z "$src" ] && [ -d "$KERNEL_SRC" ]; then
+		src=$KERNEL_SRC
+	elif [ -z "$src" ]; then
+		t=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-uapi.XXXXXX")
+		tar -xf "$KERNEL_SRC" -C "$t" --strip-components=1 || { rm -rf "$t"; die "cannot unpack $KERNEL_SRC"; }
+		src=$t
+	fi
+	rm -rf "$u.tmp" "$u.build"
+	mkdir -p "$u.build"
+	if ! make -s -C "$src" O="$u.build" ARCH=x86_64 headers_install INSTALL_HDR_PATH="$u.tmp" >/dev/null; then
+		[ -z "$t" ] || rm -rf "$t"
+		die "make headers_install failed in $src"
+	fi
+	[ -z "$t" ] || rm -rf "$t"
+	rm -rf "$u" "$u.build"
+	printf '%s\n' "$id" >"$u.tmp/source"
+	mv "$u.tmp" "$u"
+}
+
+# initramfs_build_init DIR: DIR/init through initramfs/init/Makefile, where the C flags are defined, with the kernel's
+# headers (initramfs_uapi).
 initramfs_build_init() {
 	local dir=$1
-	make -s -C "$TOP/initramfs/init" O="$dir" VERSION="$LIVEUNION_VERSION" image ||
+	make -s -C "$TOP/initramfs/init" O="$dir" UAPI="$OUT/initramfs/uapi/include" VERSION="$LIVEUNION_VERSION" image ||
 		die "cannot compile the init (initramfs/init/*.c, with initramfs/init/Makefile)"
 }
 
@@ -85,7 +121,8 @@ stage_initramfs() {
 	mkdir -p "$dir"
 	gen=$(initramfs_gen_cpio)
 	# liveunion/include: the init includes contract.h, shared with the `liveunion` command
-	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
+	initramfs_uapi
+	h=$(printf '%s\n' "$(hash_of "$TOP/initramfs" "$TOP/liveunion/include" "$OUT/initramfs/uapi/include" "$INITRAMFS_BUSYBOX" "$INITRAMFS_E2FSCK" \
 		"$gen")" "$SOURCE_DATE_EPOCH" "$LIVEUNION_VERSION" "$(musl-gcc --version | head -1)" \
 		"$(zstd --version | head -1)" | sha256sum | cut -c1-16)
 	if stage_done initramfs "$h" && [ -f "$img" ]; then

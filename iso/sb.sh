@@ -106,13 +106,15 @@ sb_fingerprint() {
 
 # sb_sign_efi IN OUT: OUT is IN (a PE image: kernel, UKI, boot manager) with our Authenticode signature. sbsign
 # puts the clock's time in the signature (signingTime): it runs with the clock stopped at SOURCE_DATE_EPOCH
-# (faketime), so the same image and key give the same bytes. Firmware does not look at that time.
+# (faketime -f: a bare "YYYY-MM-DD hh:mm:ss" only starts the clock there, and a signing that took past the first
+# second, on a loaded machine, gave other bytes), so the same image and key give the same bytes. Firmware does not
+# look at that time.
 sb_sign_efi() {
 	sb_keys
 	if ! command -v sbsign >/dev/null || ! command -v faketime >/dev/null; then
 		need_pkgs "${SB_PKGS[@]}"
 	fi
-	TZ=UTC faketime "$(date -u -d "@$SOURCE_DATE_EPOCH" '+%Y-%m-%d %H:%M:%S')" \
+	TZ=UTC faketime -f "$(date -u -d "@$SOURCE_DATE_EPOCH" '+%Y-%m-%d %H:%M:%S')" \
 		sbsign --key "$SB_KEY_PEM" --cert "$SB_CERT_PEM" --output "$2" "$1" >/dev/null 2>"$2.err" ||
 		{ cat "$2.err" >&2; die "sbsign of $1 failed"; }
 	rm -f "$2.err"

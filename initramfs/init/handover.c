@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/magic.h>
+#include <linux/openat2.h>
+
 #include "log.h"
 #include "util.h"
 
@@ -22,7 +24,7 @@
  * in the initramfs, so the lookup must treat the new root as "/". */
 int handover_check_init(const char *root, const char *init)
 {
-	struct live_open_how how = {O_PATH | O_CLOEXEC, 0, LIVE_RESOLVE_IN_ROOT};
+	struct open_how how = {O_PATH | O_CLOEXEC, 0, RESOLVE_IN_ROOT};
 	struct stat st;
 	int rfd, fd, e;
 	pid_t pid;
@@ -30,7 +32,7 @@ int handover_check_init(const char *root, const char *init)
 	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (rfd < 0)
 		return fail(errno, "open the new root %s", root);
-	fd = (int)syscall(LIVE_NR_openat2, rfd, init, &how, sizeof(how));
+	fd = (int)syscall(SYS_openat2, rfd, init, &how, sizeof(how));
 	e = errno;
 	if (close(rfd) != 0)
 		return fail(errno, "close %s", root);
@@ -159,7 +161,7 @@ int handover(const struct plan *p, char *const argv[])
 		return fail(EINVAL, "switch to %s: it is not a mount point (same device as /)", p->newroot);
 	if (statfs("/", &sfs) != 0)
 		return fail(errno, "statfs /");
-	if ((unsigned long)sfs.f_type != LIVE_RAMFS_MAGIC && (unsigned long)sfs.f_type != LIVE_TMPFS_MAGIC)
+	if ((unsigned long)sfs.f_type != RAMFS_MAGIC && (unsigned long)sfs.f_type != TMPFS_MAGIC)
 		return fail(EINVAL, "switch root: / is not the initramfs (ramfs/tmpfs), refusing to delete it");
 	if (handover_check_init(p->newroot, p->init) != 0)
 		return -1;

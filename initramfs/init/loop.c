@@ -10,7 +10,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/loop.h>
+
 #include "log.h"
 #include "util.h"
 
@@ -36,7 +37,7 @@ static int open_loop(int nr, bool ro)
 
 int loop_attach(const char *file, bool ro, unsigned long long offset, unsigned long long size, int *nr)
 {
-	struct live_loop_config cfg;
+	struct loop_config cfg;
 	int ctl, lfd = -1, ffd, tries, n = -1, e;
 
 	ffd = open(file, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
@@ -53,7 +54,7 @@ int loop_attach(const char *file, bool ro, unsigned long long offset, unsigned l
 	cfg.fd = (uint32_t)ffd;
 	/* Read-only also lets LOOP_CHANGE_FD (toram) swap the file; autoclear so an unmount frees the device
 	 * (and, for the store's image file, the FAT it is on). */
-	cfg.info.lo_flags = LIVE_LO_FLAGS_AUTOCLEAR | (ro ? LIVE_LO_FLAGS_READ_ONLY : 0);
+	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR | (ro ? LO_FLAGS_READ_ONLY : 0);
 	cfg.info.lo_offset = offset;
 	cfg.info.lo_sizelimit = size;
 	text_fmt((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", file);

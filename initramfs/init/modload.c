@@ -15,7 +15,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/module.h>
+#include <linux/netlink.h>
+
 #include "log.h"
 #include "modalias.h"
 
@@ -134,8 +136,7 @@ static int load(int m, const char *why)
 		if (snprintf(path, sizeof(path), "%s/%s", moddir, ix.entry[k].path) >= (int)sizeof(path)) {
 			e = ENAMETOOLONG;
 		} else {
-			e = finit_path(path, ix.entry[k].name,
-				       mod_compressed(path) ? LIVE_MODULE_INIT_COMPRESSED_FILE : 0);
+			e = finit_path(path, ix.entry[k].name, mod_compressed(path) ? MODULE_INIT_COMPRESSED_FILE : 0);
 		}
 		if (e != 0) {
 			msg("module %s (for %s) failed to load: %s; the boot goes on without it", ix.entry[k].name, why,
@@ -278,10 +279,10 @@ void modload_poll(void)
 
 static void uevent_open(void)
 {
-	struct live_sockaddr_nl sa;
+	struct sockaddr_nl sa;
 	int size = 4 << 20;
 
-	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, LIVE_NETLINK_KOBJECT_UEVENT);
+	nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_KOBJECT_UEVENT);
 	if (nl < 0) {
 		msg("uevent socket: %s; only devices present now get their modules", strerror(errno));
 		return;

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/fs.h>
+#include <linux/nbd.h>
+
 #include "log.h"
 #include "net.h"
 #include "util.h"
@@ -85,7 +87,7 @@ int nbd_parse_greeting(const unsigned char *b, size_t len)
 	return (int)((unsigned)b[16] << 8 | b[17]);
 }
 
-int nbd_parse_reply(const unsigned char *b, size_t len, struct nbd_reply *out)
+int nbd_parse_reply(const unsigned char *b, size_t len, struct nbd_opt_reply *out)
 {
 	if (len < NBD_REPLY_HDR_LEN || be64(b) != REPLY_MAGIC)
 		return -1;
@@ -195,7 +197,7 @@ static int send_opt(int fd, uint32_t opt, const unsigned char *data, uint32_t le
 static int handshake(int fd, const char *export, uint64_t *size, uint16_t *flags, char *why, size_t wlen)
 {
 	unsigned char g[NBD_GREETING_LEN], cf[4], data[4 + 128 + 2], h[NBD_REPLY_HDR_LEN], payload[256], tail[10];
-	struct nbd_reply rep;
+	struct nbd_opt_reply rep;
 	uint32_t nlen = (uint32_t)strlen(export);
 	int hflags, have_info = 0;
 
@@ -275,11 +277,11 @@ static void serve_device(int dev, int sock, int n, const struct nbd_spec *s)
 	}
 	if (prctl(PR_SET_NAME, "liveunion-nbd", 0, 0, 0) != 0)
 		dbg("prctl: %s", strerror(errno));
-	r = ioctl(dev, LIVE_NBD_DO_IT);
+	r = ioctl(dev, NBD_DO_IT);
 	msg("live.nbd: the connection of /dev/nbd%d to %s:%s (export %s) ended%s%s: reads of what was not read "
 	    "before now fail with I/O errors",
 	    n, s->host, s->port, s->export, r < 0 ? ": " : "", r < 0 ? strerror(errno) : "");
-	if (ioctl(dev, LIVE_NBD_CLEAR_QUE) != 0 || ioctl(dev, LIVE_NBD_CLEAR_SOCK) != 0)
+	if (ioctl(dev, NBD_CLEAR_QUE) != 0 || ioctl(dev, NBD_CLEAR_SOCK) != 0)
 		dbg("nbd clear: %s", strerror(errno));
 	if (close(sock) != 0 || close(dev) != 0)
 		dbg("close: %s", strerror(errno));
@@ -330,11 +332,11 @@ int nbd_connect(const struct plan *p, struct boot *b)
 			dbg("close: %s", strerror(errno));
 		return fail(e, "live.nbd: open a free /dev/nbdN (is CONFIG_BLK_DEV_NBD or nbd.ko there?)");
 	}
-	if (ioctl(dev, LIVE_NBD_SET_BLKSIZE, 512UL) != 0 ||
-	    ioctl(dev, LIVE_NBD_SET_SIZE_BLOCKS, (unsigned long)(size / 512)) != 0 ||
-	    ioctl(dev, LIVE_NBD_SET_TIMEOUT, (unsigned long)NBD_IO_TIMEOUT_S) != 0 ||
-	    ioctl(dev, LIVE_NBD_SET_FLAGS, (unsigned long)flags) != 0 ||
-	    ioctl(dev, LIVE_NBD_SET_SOCK, (unsigned long)sock) != 0 || ioctl(dev, LIVE_BLKROSET, &one) != 0) {
+	if (ioctl(dev, NBD_SET_BLKSIZE, 512UL) != 0 ||
+	    ioctl(dev, NBD_SET_SIZE_BLOCKS, (unsigned long)(size / 512)) != 0 ||
+	    ioctl(dev, NBD_SET_TIMEOUT, (unsigned long)NBD_IO_TIMEOUT_S) != 0 ||
+	    ioctl(dev, NBD_SET_FLAGS, (unsigned long)flags) != 0 ||
+	    ioctl(dev, NBD_SET_SOCK, (unsigned long)sock) != 0 || ioctl(dev, BLKROSET, &one) != 0) {
 		int e = errno;
 
 		if (close(sock) != 0 || close(dev) != 0)
@@ -345,7 +347,7 @@ int nbd_connect(const struct plan *p, struct boot *b)
 	if (pid < 0) {
 		int e = errno;
 
-		if (ioctl(dev, LIVE_NBD_CLEAR_SOCK) != 0 || close(sock) != 0 || close(dev) != 0)
+		if (ioctl(dev, NBD_CLEAR_SOCK) != 0 || close(sock) != 0 || close(dev) != 0)
 			dbg("close: %s", strerror(errno));
 		return fail(e, "live.nbd: fork the process that holds %s", devname);
 	}

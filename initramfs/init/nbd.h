@@ -11,11 +11,11 @@
 #define NBD_REPLY_HDR_LEN 20
 /* The handshake flags of a greeting, or -1 when it is not an NBD newstyle server's. */
 int nbd_parse_greeting(const unsigned char *b, size_t len);
-struct nbd_reply {
+struct nbd_opt_reply {
 	uint32_t option, type, len;
 };
 /* 0, or -1 when the header is not an option reply. */
-int nbd_parse_reply(const unsigned char *b, size_t len, struct nbd_reply *out);
+int nbd_parse_reply(const unsigned char *b, size_t len, struct nbd_opt_reply *out);
 /* An NBD_REP_INFO's NBD_INFO_EXPORT payload: 1 with size and flags; 0 for another info type; -1 malformed. */
 int nbd_parse_info(const unsigned char *b, size_t len, uint64_t *size, uint16_t *flags);
 /* A reply type as words ("the export is unknown to the server"), for messages. */

@@ -9,7 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/mount.h>
+
 #include "layers.h"
 #include "liveunion/contract.h"
 #include "log.h"
@@ -169,29 +170,28 @@ static int overlay_fsopen(const struct plan *p, const struct boot *b, const char
 	ssize_t n;
 
 	*fallback = 0;
-	fs = (int)syscall(LIVE_NR_fsopen, "overlay", LIVE_FSOPEN_CLOEXEC);
+	fs = (int)syscall(SYS_fsopen, "overlay", FSOPEN_CLOEXEC);
 	if (fs < 0) {
 		*fallback = errno == ENOSYS;
 		return fail(errno, "fsopen overlay");
 	}
 	for (i = b->nlayers - 1; i >= 0; i--)
-		if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "lowerdir+", b->layer[i].dir, 0) != 0) {
+		if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "lowerdir+", b->layer[i].dir, 0) != 0) {
 			/* "lowerdir+" is 6.8+; older kernels take the option string */
 			*fallback = errno == EINVAL;
 			goto out;
 		}
-	if (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
-	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
-	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
-	    (upper_is_volatile(b) &&
-	     (syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
-	      syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
-	    syscall(LIVE_NR_fsconfig, fs, LIVE_FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
+	if (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) != 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "workdir", work, 0) != 0 ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "xino", "on", 0) != 0 ||
+	    (upper_is_volatile(b) && (syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "index", "on", 0) != 0 ||
+				      syscall(SYS_fsconfig, fs, FSCONFIG_SET_STRING, "redirect_dir", "on", 0) != 0)) ||
+	    syscall(SYS_fsconfig, fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) != 0)
 		goto out;
-	mnt = (int)syscall(LIVE_NR_fsmount, fs, LIVE_FSMOUNT_CLOEXEC, 0);
+	mnt = (int)syscall(SYS_fsmount, fs, FSMOUNT_CLOEXEC, 0);
 	if (mnt < 0)
 		goto out;
-	if (syscall(LIVE_NR_move_mount, mnt, "", AT_FDCWD, p->newroot, LIVE_MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+	if (syscall(SYS_move_mount, mnt, "", AT_FDCWD, p->newroot, MOVE_MOUNT_F_EMPTY_PATH) != 0) {
 		int e = errno;
 
 		if (close(mnt) != 0 || close(fs) != 0)

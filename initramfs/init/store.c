@@ -15,8 +15,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/fs.h>
+#include <linux/loop.h>
+
 #include "disk.h"
-#include "kapi.h"
 #include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
@@ -91,7 +93,7 @@ static void note_read_only(struct store *s, const char *dev)
 
 	if (s->ro || (fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0)
 		return;
-	if (ioctl(fd, LIVE_BLKROGET, &ro) != 0)
+	if (ioctl(fd, BLKROGET, &ro) != 0)
 		ro = 0;
 	if (close(fd) != 0)
 		msg("close %s: %s", dev, strerror(errno));

@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/cdrom.h>
+#include <linux/fs.h>
+
 #include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
@@ -56,7 +58,7 @@ static int direct_source(int in, const char *device, unsigned long long bytes, u
 	}
 	if (fstat(fd, &ds) != 0 || !S_ISBLK(ds.st_mode) || ds.st_rdev != fs.st_dev)
 		text_fmt(why, wlen, "%s is not the device it is on", device);
-	else if (ioctl(fd, LIVE_BLKSSZGET, &lbs) != 0 || lbs <= 0 || 4096 % lbs != 0 ||
+	else if (ioctl(fd, BLKSSZGET, &lbs) != 0 || lbs <= 0 || 4096 % lbs != 0 ||
 		 ((unsigned long long)first * (unsigned)bsz) % (unsigned)lbs != 0)
 		text_fmt(why, wlen, "it does not start on a sector of %s", device);
 	else {
@@ -241,9 +243,9 @@ static const char *eject(const char *device)
 		text_fmt(why, sizeof(why), "not ejected: open %s: %s", device, strerror(errno));
 		return why;
 	}
-	if (ioctl(fd, LIVE_CDROM_GET_CAPABILITY, 0) < 0)
+	if (ioctl(fd, CDROM_GET_CAPABILITY, 0) < 0)
 		text_fmt(why, sizeof(why), "not a CD drive, nothing to eject");
-	else if (ioctl(fd, LIVE_CDROMEJECT, 0) != 0)
+	else if (ioctl(fd, CDROMEJECT, 0) != 0)
 		text_fmt(why, sizeof(why), "eject %s failed: %s", device, strerror(errno));
 	else
 		text_fmt(why, sizeof(why), "ejected");
@@ -265,7 +267,7 @@ static long readahead_set(const char *device, long sectors)
 		dbg("open %s for its read-ahead: %s", device, strerror(errno));
 		return -1;
 	}
-	if (ioctl(fd, LIVE_BLKRAGET, &old) != 0 || ioctl(fd, LIVE_BLKRASET, (unsigned long)sectors) != 0) {
+	if (ioctl(fd, BLKRAGET, &old) != 0 || ioctl(fd, BLKRASET, (unsigned long)sectors) != 0) {
 		dbg("read-ahead of %s not changed: %s", device, strerror(errno));
 		old = -1;
 	}

@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kapi.h"
+#include <linux/fs.h>
+
 #include "log.h"
 
 int mkdir_p(const char *path, mode_t mode)
@@ -224,7 +225,7 @@ static int fibmap(void *ctx, unsigned long long blk, unsigned long long *phys)
 		errno = EFBIG;
 		return -1;
 	}
-	if (ioctl(*(int *)ctx, LIVE_FIBMAP, &v) != 0)
+	if (ioctl(*(int *)ctx, FIBMAP, &v) != 0)
 		return -1;
 	*phys = v > 0 ? (unsigned long long)v : 0;
 	return 0;
@@ -236,7 +237,7 @@ int file_block_run(int fd, unsigned long long bytes, unsigned long long step, in
 	*bsz = 0;
 	if (bytes == 0)
 		return text_err(why, wlen, "empty");
-	if (ioctl(fd, LIVE_FIGETBSZ, bsz) != 0 || *bsz <= 0)
+	if (ioctl(fd, FIGETBSZ, bsz) != 0 || *bsz <= 0)
 		return text_err(why, wlen, "no block size from its file system (%s)",
 				*bsz > 0 ? "none" : strerror(errno));
 	return block_run(bytes, step, (unsigned)*bsz, fibmap, &fd, first, why, wlen);

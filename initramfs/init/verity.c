@@ -10,8 +10,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <linux/dm-ioctl.h>
+
 #include "disk.h"
-#include "kapi.h"
 #include "log.h"
 #include "loop.h"
 #include "progress.h"
@@ -67,7 +68,7 @@ static int read_sb(const struct layer *l, struct verity_sb *sb)
 	return 0;
 }
 
-static void dm_init(struct live_dm_ioctl *io, size_t size, const char *name)
+static void dm_init(struct dm_ioctl *io, size_t size, const char *name)
 {
 	memset(io, 0, sizeof(*io));
 	io->version[0] = 4;
@@ -78,10 +79,10 @@ static void dm_init(struct live_dm_ioctl *io, size_t size, const char *name)
 
 static void dm_remove(int ctl, const char *name)
 {
-	struct live_dm_ioctl io;
+	struct dm_ioctl io;
 
 	dm_init(&io, sizeof(io), name);
-	if (ioctl(ctl, LIVE_DM_DEV_REMOVE, &io) != 0)
+	if (ioctl(ctl, DM_DEV_REMOVE, &io) != 0)
 		msg("remove device-mapper device %s: %s", name, strerror(errno));
 }
 
@@ -100,10 +101,10 @@ static int dm_verity_create(const struct layer *l, const char *name, const char 
 			    unsigned *major_out)
 {
 	static union {
-		struct live_dm_ioctl io;
-		char b[sizeof(struct live_dm_ioctl) + sizeof(struct live_dm_target_spec) + 1024];
+		struct dm_ioctl io;
+		char b[sizeof(struct dm_ioctl) + sizeof(struct dm_target_spec) + 1024];
 	} u;
-	struct live_dm_target_spec *t = (struct live_dm_target_spec *)(u.b + sizeof(u.io));
+	struct dm_target_spec *t = (struct dm_target_spec *)(u.b + sizeof(u.io));
 	size_t plen = strlen(params) + 1, size = sizeof(u.io) + sizeof(*t) + ((plen + 7) & ~(size_t)7);
 	int ctl, minor, e, rc;
 
@@ -113,12 +114,12 @@ static int dm_verity_create(const struct layer *l, const char *name, const char 
 	if (ctl < 0)
 		return fail(errno, "layer %s: open /dev/mapper/control (kernel without CONFIG_BLK_DEV_DM?)", l->name);
 	dm_init(&u.io, sizeof(u.io), name);
-	rc = ioctl(ctl, LIVE_DM_DEV_CREATE, &u.io);
+	rc = ioctl(ctl, DM_DEV_CREATE, &u.io);
 	if (rc != 0 && errno == EBUSY) {
 		/* left by an earlier try of this step (the rescue shell retries it) */
 		dm_remove(ctl, name);
 		dm_init(&u.io, sizeof(u.io), name);
-		rc = ioctl(ctl, LIVE_DM_DEV_CREATE, &u.io);
+		rc = ioctl(ctl, DM_DEV_CREATE, &u.io);
 	}
 	if (rc != 0) {
 		e = errno;
@@ -128,21 +129,21 @@ static int dm_verity_create(const struct layer *l, const char *name, const char 
 	*major_out = major((dev_t)u.io.dev);
 	memset(u.b, 0, size);
 	dm_init(&u.io, size, name);
-	u.io.flags = LIVE_DM_READONLY_FLAG;
+	u.io.flags = DM_READONLY_FLAG;
 	u.io.target_count = 1;
 	t->sector_start = 0;
 	t->length = sectors;
 	t->next = (uint32_t)(size - sizeof(u.io));
 	memcpy(t->target_type, "verity", 7);
 	memcpy(u.b + sizeof(u.io) + sizeof(*t), params, plen);
-	if (ioctl(ctl, LIVE_DM_TABLE_LOAD, &u.io) != 0) {
+	if (ioctl(ctl, DM_TABLE_LOAD, &u.io) != 0) {
 		e = errno;
 		fail(e, "layer %s: load the dm-verity table \"%s\" into %s (the kernel log, dmesg, says why)", l->name,
 		     params, name);
 		goto remove;
 	}
 	dm_init(&u.io, sizeof(u.io), name); /* no DM_SUSPEND_FLAG: resume, which makes the table live */
-	if (ioctl(ctl, LIVE_DM_DEV_SUSPEND, &u.io) != 0) {
+	if (ioctl(ctl, DM_DEV_SUSPEND, &u.io) != 0) {
 		e = errno;
 		fail(e, "layer %s: activate device-mapper device %s", l->name, name);
 		goto remove;

@@ -42,7 +42,7 @@ static void manifest(const char *text)
 
 static void handshake(const uint8_t *d, size_t n)
 {
-	struct nbd_reply r;
+	struct nbd_opt_reply r;
 	uint64_t size;
 	uint16_t flags;
 	int g = nbd_parse_greeting(d, n);

@@ -164,7 +164,7 @@ static void test_nbd_replies(void)
 	unsigned char g[18] = {'N', 'B', 'D', 'M', 'A', 'G', 'I', 'C', 'I', 'H', 'A', 'V', 'E', 'O', 'P', 'T', 0, 3};
 	unsigned char r[20] = {0, 0x03, 0xe8, 0x89, 0x04, 0x55, 0x65, 0xa9, 0, 0, 0, 7, 0, 0, 0, 3, 0, 0, 0, 12};
 	unsigned char info[12] = {0, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 3};
-	struct nbd_reply rep;
+	struct nbd_opt_reply rep;
 	uint64_t size = 0;
 	uint16_t flags = 0;
 

@@ -54,8 +54,11 @@ if make -s -C "$SRC" O="$B" host && "$B/init-host" --help-keys >"$B/keys.txt" &&
 else
 	bad "host build of the init or --help-keys"
 fi
+# musl has no kernel headers: the image's build takes the kernel source's (make headers_install, by the initramfs stage)
+uapi=$OUT/initramfs/uapi/include
 if command -v musl-gcc >/dev/null; then
-	check "init builds with musl-gcc -static (the image's recipe)" make -s -C "$SRC" O="$B" image
+	check "the initramfs stage installed the kernel's headers ($uapi; ./build.sh makes them)" test -f "$uapi/linux/loop.h"
+	check "init builds with musl-gcc -static (the image's recipe)" make -s -C "$SRC" O="$B" UAPI="$uapi" image
 else
 	skip musl-build "musl-gcc missing (apt-get install -y musl-tools): the init's musl build was not tried"
 fi

@@ -23,6 +23,8 @@ build() {
 	cp -a "$OUT/sb/debs" "$d/sb/"
 	cp "$OUT/kernel/bzImage" "$d/kernel/"
 	[ -x "$OUT/kernel/gen_init_cpio" ] && cp "$OUT/kernel/gen_init_cpio" "$d/kernel/"
+	# the kernel's headers (make headers_install of the same source) are an input like the kernel
+	mkdir -p "$d/initramfs" && cp -a "$OUT/initramfs/uapi" "$d/initramfs/"
 	# the kernel stamp records the epoch it was built with: this one is rewritten for the epoch asked
 	printf '%s %s\n' "$(cut -d' ' -f1 "$OUT/stamps/kernel")" "$2" >"$d/stamps/kernel"
 	OUT=$d SOURCE_DATE_EPOCH=$2 SB_KEY=$key/db.key SB_CERT=$key/db.crt "$TOP/build.sh" >"$d.log" 2>&1
