@@ -14,6 +14,11 @@ ISO=${ISO:-$OUT/liveunion.iso}
 VM_MEM=${VM_MEM:-512}
 VM_MACHINE=${VM_MACHINE:-pc} # q35: AHCI, PCIe (tests/qemu/pc-hardware.sh)
 VM_SMP=${VM_SMP:-1} # virtual CPUs (boot-cd-bios.sh runs 2: the tiny kernel is SMP)
+# VM_TCG_THREAD: qemu's TCG threading, multi (a host thread per virtual CPU, qemu's default) or single (all
+# virtual CPUs in one host thread, in turn). Single for a VM with more CPUs than the host has to spare: with one
+# thread per CPU, a CPU spinning on a lock whose holder's thread the host has preempted can stall the guest for
+# minutes when another VM shares the 2 host CPUs.
+VM_TCG_THREAD=${VM_TCG_THREAD:-multi}
 VM_TIMEOUT=${VM_TIMEOUT:-300}           # hard limit for one qemu process
 VM_WAIT_TIMEOUT=${VM_WAIT_TIMEOUT:-120} # default for vm_wait and vm_run
 VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240} # boot to login prompt (UEFI under TCG is slow)
@@ -118,9 +123,9 @@ vm_start() {
 	cat "$VM_DIR/con.out" >>"$VM_LOG" &
 	VM_CAT=$!
 	VM_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
-	printf '%s\n' "$VM_QEMU -accel tcg -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
+	printf '%s\n' "$VM_QEMU -accel tcg,thread=$VM_TCG_THREAD -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
-	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel tcg -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
+	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel "tcg,thread=$VM_TCG_THREAD" -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
 		-display none -vga std -nic none -monitor none -parallel none \
 		-serial "pipe:$VM_DIR/con" "${media[@]}" "$@" </dev/null >"$VM_DIR/qemu.err" 2>&1 &
 	VM_PID=$!
@@ -158,10 +163,12 @@ vm_mark() { VM_MARK=$(stat -c %s "$VM_LOG"); VM_MARK_RUN=$VM_MARK; }
 VM_MARK_RUN=0
 
 vm_tail_log() {
-	vm_note "---- last 40 lines of $VM_LOG ----"
+	# qemu's own messages first: the console's last lines, which say how far the guest got, are then the last
+	# thing printed (what a truncated CI log still shows)
+	[ ! -s "$VM_DIR/qemu.err" ] || sed 's/^/qemu: /' "$VM_DIR/qemu.err" >&2
+	vm_note "---- last 40 lines of $VM_LOG ($(( ($(now_ms) - VM_T0) / 1000 )) s after qemu started) ----"
 	tail -n 40 "$VM_LOG" | tr -d '\r' | sed 's/^/| /' >&2
 	[ -s "$VM_LOG" ] || vm_note "(the console printed nothing: the firmware or boot loader never reached the kernel's serial console)"
-	[ -s "$VM_DIR/qemu.err" ] && sed 's/^/qemu: /' "$VM_DIR/qemu.err" >&2
 	vm_note "----"
 }
 
