@@ -275,10 +275,30 @@ static void apply(struct cmdline *c, char *tok, warn_fn warn, void *ctx)
 	c->v[k].set = true;
 }
 
+const char *cmdline_word(const char **p, size_t *len)
+{
+	const char *s = *p, *w;
+	bool quoted = false;
+
+	while (*s && isspace((unsigned char)*s))
+		s++;
+	if (!*s) {
+		*p = s;
+		return NULL;
+	}
+	for (w = s; *s && (quoted || !isspace((unsigned char)*s)); s++)
+		if (*s == '"')
+			quoted = !quoted;
+	*len = (size_t)(s - w);
+	*p = s;
+	return w;
+}
+
 void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ctx)
 {
 	char tok[VALUE_MAX + 64];
-	const char *p = text;
+	const char *p = text, *w;
+	size_t wlen;
 	int k;
 
 	memset(out, 0, sizeof(*out));
@@ -286,21 +306,15 @@ void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ct
 		if (set_value((enum key_id)k, key_table[k].def, true, &out->v[k]) != 0)
 			warnf(out, warn, ctx, "live.%s: built-in default '%s' does not parse", key_table[k].name,
 			      key_table[k].def);
-	for (;;) {
-		size_t n = 0;
-		bool quoted = false, too_long = false;
+	while ((w = cmdline_word(&p, &wlen))) {
+		size_t n = 0, i;
+		bool too_long = false;
 
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		if (!*p)
-			break;
-		for (; *p && (quoted || !isspace((unsigned char)*p)); p++) {
-			if (*p == '"') {
-				quoted = !quoted;
+		for (i = 0; i < wlen; i++) {
+			if (w[i] == '"')
 				continue;
-			}
 			if (n + 1 < sizeof(tok))
-				tok[n++] = *p;
+				tok[n++] = w[i];
 			else
 				too_long = true;
 		}

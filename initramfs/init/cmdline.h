@@ -72,6 +72,10 @@ extern const struct key_def key_table[K_COUNT];
 /* Parse a kernel command line (the text of /proc/cmdline). Never fails: every problem becomes
  * a warning through warn (may be NULL) and the key keeps its default. */
 void cmdline_parse(const char *text, struct cmdline *out, warn_fn warn, void *ctx);
+
+/* The next word of a kernel command line at *p, as the kernel splits it (spaces between double quotes belong to
+ * the word; the quotes are left in), its length in *len; *p moves past it. NULL when only spaces are left. */
+const char *cmdline_word(const char **p, size_t *len);
 /* "50%", "512M", "2G", "1048576", "64k" -> spec; -1 on anything else. */
 int cmdline_size_parse(const char *s, struct size_spec *out);
 /* Resolve a size against the amount of RAM. */

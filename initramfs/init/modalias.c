@@ -1,5 +1,7 @@
 #include "modalias.h"
 
+#include "cmdline.h"
+
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,24 +47,15 @@ static int same_module(const char *a, size_t n, const char *module)
 
 int mod_options(const char *cmdline, const char *module, char *out, size_t len)
 {
-	const char *p = cmdline;
-	size_t used = 0;
+	const char *p = cmdline, *tok;
+	size_t used = 0, wlen;
 	int fits = 1;
 
 	if (len)
 		out[0] = '\0';
-	for (;;) {
-		const char *tok, *dot, *end;
-		int quoted = 0;
+	while ((tok = cmdline_word(&p, &wlen))) {
+		const char *dot, *end = tok + wlen;
 
-		while (*p == ' ' || *p == '\t' || *p == '\n')
-			p++;
-		if (!*p)
-			break;
-		for (tok = p; *p && (quoted || (*p != ' ' && *p != '\t' && *p != '\n')); p++)
-			if (*p == '"')
-				quoted = !quoted;
-		end = p;
 		if (end - tok == 2 && tok[0] == '-' && tok[1] == '-')
 			break; /* the rest is for the live root's init */
 		dot = memchr(tok, '.', (size_t)(end - tok));

@@ -1,10 +1,12 @@
 /* init-cmdline.c - libFuzzer target for the init's kernel command line parser (initramfs/init/cmdline.c): the
- * input is /proc/cmdline, and as well one size value (cmdline_size_parse). Every key ends with a value of its type. */
+ * input is /proc/cmdline, and as well one size value (cmdline_size_parse). Every key ends with a value of its type.
+ * The same line gives modules their options (mod_options, modalias.c): what it writes is terminated and fits. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmdline.h"
+#include "modalias.h"
 
 static void warned(void *ctx, const char *text)
 {
@@ -52,6 +54,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		default: break;
 		}
+	}
+	{
+		char opts[64];
+		size_t n;
+
+		memset(opts, 'x', sizeof(opts));
+		if (mod_options(text, "usb_storage", opts, sizeof(opts)) < -1)
+			abort();
+		n = strnlen(opts, sizeof(opts));
+		if (n == sizeof(opts) || opts[0] == ' ')
+			abort();
 	}
 	if (cmdline_size_parse(text, &sz) == 0 && (sz.percent ? sz.n < 1 || sz.n > 100 : sz.n == 0))
 		abort();
