@@ -173,10 +173,11 @@ static void handle_alias(const char *dev, const char *alias)
 static void drain_uevents(void);
 
 /* The one sysfs walker: fn(device path below /sys/devices, its modalias, whether a driver is bound) for every
- * device below path that has a modalias. depth bounds a sysfs loop that cannot happen but must not hang PID 1. */
+ * device below path that has a modalias; bound is looked up only when ask_bound (else false: coldplug needs no
+ * readlink per device). depth bounds a sysfs loop that cannot happen but must not hang PID 1. */
 typedef void (*device_fn)(const char *dev, const char *alias, bool bound);
 
-static void walk_devices(char *path, size_t len, int depth, device_fn fn)
+static void walk_devices(char *path, size_t len, int depth, bool ask_bound, device_fn fn)
 {
 	DIR *d;
 	struct dirent *e;
@@ -186,21 +187,23 @@ static void walk_devices(char *path, size_t len, int depth, device_fn fn)
 		return;
 	while ((e = readdir(d)) != NULL) {
 		char alias[512], drv[8];
-		ssize_t r, n;
+		ssize_t r = -1, n;
 		int fd;
 
 		if (e->d_name[0] == '.' || base + strlen(e->d_name) + 12 > len)
 			continue;
 		if (e->d_type == DT_DIR) {
 			snprintf(path + base, len - base, "/%s", e->d_name);
-			walk_devices(path, len, depth + 1, fn);
+			walk_devices(path, len, depth + 1, ask_bound, fn);
 			path[base] = '\0';
 			continue;
 		}
 		if (e->d_type != DT_REG || strcmp(e->d_name, "modalias") != 0)
 			continue;
-		snprintf(path + base, len - base, "/driver");
-		r = readlink(path, drv, sizeof(drv));
+		if (ask_bound) {
+			snprintf(path + base, len - base, "/driver");
+			r = readlink(path, drv, sizeof(drv));
+		}
 		snprintf(path + base, len - base, "/modalias");
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		path[base] = '\0';
@@ -229,7 +232,7 @@ static void coldplug(void)
 	static char path[1024];
 
 	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
-	walk_devices(path, sizeof(path), 0, coldplug_one);
+	walk_devices(path, sizeof(path), 0, false, coldplug_one);
 }
 
 /* Read every queued uevent; an "add" with MODALIAS= is handled like a coldplugged device. A full socket
@@ -440,5 +443,5 @@ void modload_report_unbound(void)
 		return;
 	msg("devices with no driver (pci, usb, virtio, scsi, mmc):");
 	snprintf(path, sizeof(path), "%s", SYS_DEVICES);
-	walk_devices(path, sizeof(path), 0, unbound_one);
+	walk_devices(path, sizeof(path), 0, true, unbound_one);
 }
