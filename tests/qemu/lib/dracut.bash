@@ -25,19 +25,30 @@ dracut_chroot() {
 }
 
 # dracut_tree: the tree, made once per debootstrap tree and pc kernel: dracut installed from the tree's own Debian
-# mirror, the pc kernel's modules under /lib/modules (dracut's instmods takes them from there).
+# mirror, the pc kernel's modules under /lib/modules (dracut's instmods takes them from there). The profile cache
+# keeps one debootstrap tree (rootfs/debian.sh): it is copied under the build lock, so that a profile build in
+# the other test lane cannot remove it meanwhile.
 dracut_tree() {
-	local trees key
-	trees=("$OUT"/cache/debootstrap/*.done)
-	[ -f "${trees[0]}" ] || { vm_note "dracut_tree: no debootstrap tree in $OUT/cache/debootstrap (build the debian profile)"; return 1; }
+	local trees key cache=${PROFILE_CACHE:-$OUT/cache} blk rc=0
 	{ [ -n "$DRACUT_KVER" ] && [ -d "$OUT/pc/$DRACUT_KVER/root/lib/modules/$DRACUT_KVER" ]; } ||
 		{ vm_note "dracut_tree: no pc kernel modules under $OUT/pc (build the debian profile)"; return 1; }
-	key="$(basename "${trees[0]}" .done) $DRACUT_KVER ${DRACUT_PKGS[*]}"
+	exec {blk}>"$OUT/.build.lock" && flock "$blk" || return 1
+	trees=("$cache"/debootstrap/*.done)
+	if [ ! -f "${trees[0]}" ]; then
+		vm_note "dracut_tree: no debootstrap tree in $cache/debootstrap (build the debian profile)"
+		rc=1
+	else
+		key="$(basename "${trees[0]}" .done) $DRACUT_KVER ${DRACUT_PKGS[*]}"
+		if [ "$(cat "$DRACUT_DIR/tree.key" 2>/dev/null)" != "$key" ]; then
+			vm_note "dracut_tree: a copy of ${trees[0]%.done}"
+			rm -rf "$DRACUT_TREE" "$DRACUT_DIR/tree.key"
+			mkdir -p "$DRACUT_DIR" && cp -a "${trees[0]%.done}" "$DRACUT_TREE" || rc=1
+		fi
+	fi
+	exec {blk}>&-
+	[ "$rc" -eq 0 ] || return 1
 	[ "$(cat "$DRACUT_DIR/tree.key" 2>/dev/null)" != "$key" ] || return 0
-	vm_note "dracut_tree: apt-get install ${DRACUT_PKGS[*]} in a copy of ${trees[0]%.done}"
-	rm -rf "$DRACUT_TREE" "$DRACUT_DIR/tree.key"
-	mkdir -p "$DRACUT_DIR"
-	cp -a "${trees[0]%.done}" "$DRACUT_TREE" || return 1
+	vm_note "dracut_tree: apt-get install ${DRACUT_PKGS[*]} in $DRACUT_TREE"
 	rm -f "$DRACUT_TREE/etc/resolv.conf"
 	cp /etc/resolv.conf "$DRACUT_TREE/etc/resolv.conf" || return 1
 	{ dracut_chroot apt-get update -q >"$DRACUT_DIR/apt.log" 2>&1 &&
