@@ -11,6 +11,9 @@
 #                         serve such a tree: dnsmasq (proxyDHCP, TFTP), nginx, nbd-server (iso/serve.sh --help)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
+#   ./build.sh dracut-module [--install [ROOT]]
+#                         the dracut module 50liveunion -> out/dracut/50liveunion; --install copies it into
+#                         ROOT/usr/lib/dracut/modules.d/ (default: this system); then dracut --add liveunion (docs/dracut.md)
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
 #                         keeps trusting the next build)
 #   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
@@ -104,6 +107,8 @@ PROFILE_PKGS=(debootstrap)
 . "$TOP/initramfs/initramfs.sh"
 # shellcheck source=initramfs/pc.sh
 . "$TOP/initramfs/pc.sh"
+# shellcheck source=dracut/dracut.sh
+. "$TOP/dracut/dracut.sh"
 # shellcheck source=rootfs/rootfs.sh
 . "$TOP/rootfs/rootfs.sh"
 # shellcheck source=iso/iso.sh
@@ -230,6 +235,16 @@ iso-with)
 	shift 2
 	iso_assemble "$iso" "$OUT/iso-with/$(basename "$iso" .iso)" "iso-with-$(basename "$iso" .iso)" "$@"
 	log "$iso${STAGE_NOTE:+ ($STAGE_NOTE)}"
+	;;
+dracut-module)
+	STAGE=dracut-module
+	build_lock
+	need_pkgs musl-tools
+	case "${2:-}" in
+	'') dracut_module_build ;;
+	--install) dracut_module_build && dracut_module_install "${3:-}" ;;
+	*) die "usage: ./build.sh dracut-module [--install [ROOT]] (not '$2')" ;;
+	esac
 	;;
 deps)
 	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${PROFILE_PKGS[@]}" "${NETBOOT_PKGS[@]}" "${SERVE_PKGS[@]}"

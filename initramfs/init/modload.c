@@ -360,7 +360,7 @@ static void preload(void)
 	free(list);
 }
 
-void modload_start(const char *kernel_cmdline)
+void modload_start(const char *kernel_cmdline, bool devices)
 {
 	struct utsname u;
 	char path[400], err[200];
@@ -389,8 +389,10 @@ void modload_start(const char *kernel_cmdline)
 	}
 	active = 1;
 	cmdline = kernel_cmdline;
-	msg("modules: %d in the initramfs for kernel %s, %d aliases", ix.nentry, u.release, ix.nalias);
-	uevent_open();
+	msg("modules: %d in the initramfs for kernel %s, %d aliases%s", ix.nentry, u.release, ix.nalias,
+	    devices ? "" : "; device drivers are the caller's (udev)");
+	if (devices)
+		uevent_open();
 	load_ours("overlay", "overlayfs", OUR_OVERLAY, "NAME_MAX on / is 256, not 255", overlay_what,
 		  sizeof(overlay_what));
 	load_ours(
@@ -398,6 +400,8 @@ void modload_start(const char *kernel_cmdline)
 		"squashfs layers have no UUID, so overlayfs keeps no copy-up origins and no index with several of them",
 		NULL, 0);
 	preload();
+	if (!devices)
+		return;
 	coldplug();
 	drain_uevents();
 }

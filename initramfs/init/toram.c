@@ -237,7 +237,7 @@ close_src:
 static const char *eject(const char *device)
 {
 	static char why[160];
-	int fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	int fd = open(device, O_RDONLY | O_NONBLOCK | O_CLOEXEC), r;
 
 	if (fd < 0) {
 		text_fmt(why, sizeof(why), "not ejected: open %s: %s", device, strerror(errno));
@@ -245,8 +245,10 @@ static const char *eject(const char *device)
 	}
 	if (ioctl(fd, CDROM_GET_CAPABILITY, 0) < 0)
 		text_fmt(why, sizeof(why), "not a CD drive, nothing to eject");
-	else if (ioctl(fd, CDROMEJECT, 0) != 0)
+	else if ((r = ioctl(fd, CDROMEJECT, 0)) < 0)
 		text_fmt(why, sizeof(why), "eject %s failed: %s", device, strerror(errno));
+	else if (r > 0) /* the drive's own answer (a SCSI status), not an errno: errno is stale then */
+		text_fmt(why, sizeof(why), "eject %s: the drive refused (status %d); the tray stays closed", device, r);
 	else
 		text_fmt(why, sizeof(why), "ejected");
 	if (close(fd) != 0)
