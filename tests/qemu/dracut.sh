@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: Debian's dracut 059 builds initramfs images with --add liveunion (with and without its systemd modules) for the debian profile's kernel; copies of the debian ISO with them and root=liveunion: with systemd a persistence stick and live.toram boots, is modified, reboots in the same qemu and keeps the changes; without systemd the CD boots to login through the mount hook; a flipped byte in 10-base stops both in dracut's emergency shell naming the layer
+# summary: Debian's dracut 059 builds initramfs images with --add liveunion (with and without its systemd modules) for the debian profile's kernel; copies of the debian ISO with them and root=liveunion, each written to a persistence stick and booted with live.toram (systemd: sysroot.mount runs our stacker; without: our mount hook), is modified, reboots in the same qemu and keeps the changes; a flipped byte in 10-base on the CD stops both in dracut's emergency shell naming the layer
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib/persist.bash
@@ -33,66 +33,60 @@ for v in systemd nosystemd; do
 	check "menus-say-root-liveunion-$v" grep -q '^root=liveunion live\.medium=' <(iso_cmdline "$PDIR/$v.iso")
 done
 
-# 1. dracut with systemd (sysroot.mount runs our stacker as mount.liveunion): a stick with the ISO copy and a
-# persistence store, its menu's line booted directly with live.toram; boot, modify, reboot in the same qemu (the
-# same kernel line: toram again), the changes are there.
-ISO=$PDIR/systemd.iso
-require stick-made make_stick "$PDIR/stick.img" --persist-size 64M
-require qemu-starts vm_start dracut-systemd stick-bios "$PDIR/stick.img" --keys live.toram
-require login-as-live-user-then-sudo profile_login
-vm_note "qemu start to root shell (dracut with systemd, toram): $(($(now_ms) - VM_T0)) ms"
-check root-liveunion-given vm_run 'cat /proc/cmdline'
-check root-liveunion-on-the-line out_has '(^| )root=liveunion( |$)'
-check stacker-ran-as-sysroot-mount log_has 'mount\[[0-9]+\]: liveunion: stacker [^ ]+: the live root goes to /sysroot'
-check stacker-left-the-root log_has "${p}the live root is ready at /sysroot \(init /sbin/init\)"
-check no-coldplug-in-dracut log_has "${p}modules: [0-9]+ in the initramfs .*; device drivers are the caller's \(udev\)"
-check our-overlay-module log_has "${p}overlayfs: loaded our overlay\.ko"
-check verity-on log_has "${p}stack, bottom to top \(1 layer\(s\), dm-verity\): 10-base$"
-check store-found log_has "${p}persistence: store /dev/sd[a-z]3 \(LABEL=liveunion-rw\)"
-check toram-copy-verified log_has "${p}live\.toram: the RAM copy matches what was read"
-check toram-medium-released log_has "${p}live\.toram: layers are in RAM; the medium /dev/sd[a-z]+[0-9]* is released"
-check toram-medium-not-mounted vm_none 'cat /proc/mounts' ' /run/live/medium '
-check plan-handed-over vm_fact "grep '^done=' /run/live/plan" 'done=medium,layers,toram,upper,overlay'
-check plan-toram-result vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
-vm_run "grep ' / ' /proc/mounts | tail -n 1"
-check root-is-overlay out_has '^[^ ]+ / overlay '
-check overlay-lower-is-10-base out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
-vm_run "grep ' /run/live/upper ' /proc/mounts"
-check upper-is-the-store out_has '^/dev/sd[a-z]3 /run/live/upper ext4 rw'
-check root-write-works vm_fact "echo $token >/$token && sync && cat /$token" "$token"
-check root-write-lands-in-store vm_run "test -f /run/live/upper/upper/$token"
-check modify modify_four "$$"
-check no-failed-units vm_none 'systemctl --failed --no-legend --plain'
-require reboot-and-login profile_reboot
-check stacker-ran-again log_has "${p}the live root is ready at /sysroot"
-check four-changes-kept four_kept "$$"
-check root-file-kept vm_fact "cat /$token" "$token"
-check toram-again vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
-check clean-poweroff dracut_poweroff
-vm_stop || true
-# e2fsck -n finds nothing wrong. Its state is not "clean" (a journal to replay; seen here, so not checked): the root
-# overlay holds the store until systemd-shutdown ends, and nothing unmounts it from an initramfs at shutdown (the
-# debian profile has no dracut-shutdown). No profile scenario checks that after our own initramfs either.
-check store-fsck-finds-nothing store_fsck "$PDIR/stick.img"
+# stick_round V: dracut V's ISO copy written to a stick with a persistence store, its menu's line booted directly
+# with live.toram; boot, modify, reboot in the same qemu (the same kernel line: toram again), the changes are
+# there; after poweroff the store's file system has no error. With systemd, sysroot.mount runs our stacker as
+# mount.liveunion (its messages reach the console through the journal); without, our mount hook runs
+# liveunion-stack.
+stick_round() {
+	local v=$1
+	ISO=$PDIR/$v.iso
+	require "$v-stick-made" make_stick "$PDIR/stick-$v.img" --persist-size 64M
+	require "$v-qemu-starts" vm_start "dracut-$v" stick-bios "$PDIR/stick-$v.img" --keys live.toram
+	require "$v-login-as-live-user-then-sudo" profile_login
+	vm_note "qemu start to root shell (dracut $v, toram, persistence): $(($(now_ms) - VM_T0)) ms"
+	check "$v-root-liveunion-on-the-line" vm_run 'cat /proc/cmdline'
+	check "$v-root-liveunion-given" out_has '(^| )root=liveunion( |$)'
+	if [ "$v" = systemd ]; then
+		check "$v-stacker-ran-as-sysroot-mount" log_has 'mount\[[0-9]+\]: liveunion: stacker [^ ]+: the live root goes to /sysroot'
+	else
+		check "$v-stacker-ran-from-the-mount-hook" log_has '^liveunion: stacker [^ ]+: the live root goes to /sysroot'
+	fi
+	check "$v-stacker-left-the-root" log_has "${p}the live root is ready at /sysroot \(init /sbin/init\)"
+	check "$v-no-coldplug-in-dracut" log_has "${p}modules: [0-9]+ in the initramfs .*; device drivers are the caller's \(udev\)"
+	check "$v-our-overlay-module" log_has "${p}overlayfs: loaded our overlay\.ko"
+	check "$v-verity-on" log_has "${p}stack, bottom to top \(1 layer\(s\), dm-verity\): 10-base$"
+	check "$v-store-found" log_has "${p}persistence: store /dev/sd[a-z]3 \(LABEL=liveunion-rw\)"
+	check "$v-toram-copy-verified" log_has "${p}live\.toram: the RAM copy matches what was read"
+	check "$v-toram-medium-released" log_has "${p}live\.toram: layers are in RAM; the medium /dev/sd[a-z]+[0-9]* is released"
+	check "$v-toram-medium-not-mounted" vm_none 'cat /proc/mounts' ' /run/live/medium '
+	check "$v-plan-handed-over" vm_fact "grep '^done=' /run/live/plan" 'done=medium,layers,toram,upper,overlay'
+	check "$v-plan-toram-result" vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
+	vm_run "grep ' / ' /proc/mounts | tail -n 1"
+	check "$v-root-is-overlay" out_has '^[^ ]+ / overlay '
+	check "$v-overlay-lower-is-10-base" out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
+	vm_run "grep ' /run/live/upper ' /proc/mounts"
+	check "$v-upper-is-the-store" out_has '^/dev/sd[a-z]3 /run/live/upper ext4 rw'
+	check "$v-root-write-works" vm_fact "echo $token-$v >/$token && sync && cat /$token" "$token-$v"
+	check "$v-root-write-lands-in-store" vm_run "test -f /run/live/upper/upper/$token"
+	check "$v-modify" modify_four "$$-$v"
+	check "$v-no-failed-units" vm_none 'systemctl --failed --no-legend --plain'
+	require "$v-reboot-and-login" profile_reboot
+	check "$v-stacker-ran-again" log_has "${p}the live root is ready at /sysroot"
+	check "$v-four-changes-kept" four_kept "$$-$v"
+	check "$v-root-file-kept" vm_fact "cat /$token" "$token-$v"
+	check "$v-toram-again" vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
+	check "$v-clean-poweroff" dracut_poweroff
+	vm_stop || true
+	# e2fsck -n finds nothing wrong. Its state is not "clean" (a journal to replay; seen here, so not checked): the
+	# root overlay holds the store until the shutdown ends, and nothing unmounts it from an initramfs at shutdown
+	# (the debian profile has no dracut-shutdown). No profile scenario checks that after our own initramfs either.
+	check "$v-store-fsck-finds-nothing" store_fsck "$PDIR/stick-$v.img"
+}
 
-# 2. dracut without systemd (its own init; our mount hook runs liveunion-stack): the ISO copy as a CD, booted
-# directly; the medium stays mounted, writes go to the tmpfs upper.
-require qemu-starts-nosystemd vm_start dracut-nosystemd cd-bios "$PDIR/nosystemd.iso" --direct
-require login-nosystemd profile_login
-vm_note "qemu start to root shell (dracut without systemd): $(($(now_ms) - VM_T0)) ms"
-check nosystemd-stacker-ran-from-the-mount-hook log_has '^liveunion: the live root is ready at /sysroot \(init /sbin/init\)'
-check nosystemd-no-coldplug log_has "^liveunion: modules: [0-9]+ in the initramfs .*; device drivers are the caller's \(udev\)"
-check nosystemd-verity-on log_has '^liveunion: stack, bottom to top \(1 layer\(s\), dm-verity\): 10-base$'
-vm_run "grep ' / ' /proc/mounts | tail -n 1"
-check nosystemd-root-is-overlay out_has '^[^ ]+ / overlay '
-vm_run "grep ' /run/live/medium ' /proc/mounts"
-check nosystemd-medium-is-the-cd-read-only out_has '^/dev/sr0 /run/live/medium iso9660 ro[, ]'
-check nosystemd-medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
-check nosystemd-upper-is-tmpfs vm_fact "grep -c '^[^ ]* /run/live/upper tmpfs ' /proc/mounts" 1
-check nosystemd-modify modify_four "$$"
-check nosystemd-plan-handed-over vm_fact "grep '^done=' /run/live/plan" 'done=medium,layers,toram,upper,overlay'
-check nosystemd-no-failed-units vm_none 'systemctl --failed --no-legend --plain'
-vm_stop || true
+# 1. and 2. The stick round with dracut's systemd modules and without.
+stick_round systemd
+stick_round nosystemd
 
 # 3. One flipped byte in 10-base, with and without systemd: the stacker stops naming the layer, then dracut's
 # emergency shell (systemd: emergency mode), never the login prompt.
