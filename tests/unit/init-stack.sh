@@ -11,37 +11,10 @@ set -e
 needs_root loop devices, mounts
 private_mounts "$@"
 
-B=$OUT/tests/init-stack
-SRC=$TOP/initramfs/init
+# shellcheck source=tests/unit/lib/stack.bash
+. "$TOP/tests/unit/lib/stack.bash"
 UUID=2026010112345600
-tmp=$(mktemp -d /tmp/init-stack.XXXXXX)
-medium_loop=
-medium_sq_loop=
-
-unstack() {
-	local m
-	# deepest first; squashfs loop devices are autoclear and go with their mounts
-	for m in $(findmnt -rn -o TARGET | grep "^$tmp/" | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m" || true
-	done
-}
-
-cleanup() {
-	local l
-	unstack
-	[ -n "$medium_loop" ] && losetup -d "$medium_loop" 2>/dev/null
-	[ -n "$medium_sq_loop" ] && losetup -d "$medium_sq_loop" 2>/dev/null
-	# anything still pointing into $tmp (a failed run) is ours too
-	for l in $(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) == 1 {print $1}'); do
-		losetup -d "$l" || true
-	done
-	rm -rf "$tmp"
-}
-at_exit cleanup
-
-mkdir -p "$B"
-mapfile -t init_srcs < <(printf '%s\n' "$SRC"/*.c | grep -v '/main\.c$')
-read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)" # the init's own flags (its Makefile)
+stack_init init-stack
 gcc "${LIVE_CFLAGS[@]}" -I"$SRC" -o "$B/init-stack-driver" \
 	"$TOP/tests/unit/init-stack-driver.c" "${init_srcs[@]}"
 
@@ -59,37 +32,22 @@ mksquashfs "$tmp/base" "$tmp/iso/live/10-base.squashfs" -noappend -quiet -all-ro
 mksquashfs "$tmp/extra" "$tmp/iso/live/20-extra.squashfs" -noappend -quiet -all-root >/dev/null
 echo "not a layer" >"$tmp/iso/live/README"
 xorriso -as mkisofs -quiet -V LIVEUNION --modification-date="$UUID" -o "$tmp/medium.iso" "$tmp/iso" 2>/dev/null
-medium_loop=$(losetup -f --show -r "$tmp/medium.iso")
-ln=${medium_loop#/dev/}
 
 # A fake /sys/class/block and /dev: our medium, an empty drive, a tiny disk, a non-ISO disk.
 sys=$tmp/sys
 dev=$tmp/dev
-mkdir -p "$sys/$ln" "$sys/sr0" "$sys/vdb" "$sys/vdc" "$dev"
-cat "/sys/class/block/$ln/size" >"$sys/$ln/size"
-ln -s "$medium_loop" "$dev/$ln"
+stack_medium "$tmp/medium.iso" "$tmp/iso"
+medium_type=iso9660
+[ -z "$stand_in" ] || medium_type=squashfs
+mkdir -p "$sys/sr0" "$sys/vdb" "$sys/vdc"
 truncate -s 4096 "$tmp/small.img"
 truncate -s 1M "$tmp/zero.img"
 ln -s "$tmp/small.img" "$dev/vdb"
 ln -s "$tmp/zero.img" "$dev/vdc"
 
-# Discovery always reads the real ISO. A build host whose kernel has no iso9660 (no module either)
-# cannot mount it: there the medium is a squashfs of the same tree, read-only just the same.
-stand_in=()
-medium_type=iso9660
-if ! grep -qw iso9660 /proc/filesystems && ! modprobe -q isofs 2>/dev/null; then
-	mksquashfs "$tmp/iso" "$tmp/medium.sqfs" -noappend -quiet -all-root >/dev/null
-	medium_sq_loop=$(losetup -f --show -r "$tmp/medium.sqfs")
-	stand_in=("squashfs:$medium_sq_loop")
-	medium_type=squashfs
-	# Not a skip: what this test checks is the stacking, the same on either file system; the iso9660 mount
-	# itself is checked in the guest by every boot scenario (tests/qemu/lib/boot.bash: medium-is-iso9660).
-	echo "# note: the host kernel has no iso9660: the medium is a squashfs stand-in of the same tree"
-fi
-
 run=$tmp/run/live
 root=$tmp/newroot
-drive() { "$B/init-stack-driver" "$sys" "$dev" "$run" "$root" "$1" "${stand_in[@]}" >"$tmp/out" 2>&1; }
+drive() { "$B/init-stack-driver" "$sys" "$dev" "$run" "$root" "$1" ${stand_in:+"$stand_in"} >"$tmp/out" 2>&1; }
 same_dev() { local a b; a=$(stat -c %d "$1") && b=$(stat -c %d "$2") && [ -n "$a" ] && [ "$a" = "$b" ]; }
 
 # 1. Wrong UUID: times out and says why each device was rejected.
@@ -194,8 +152,7 @@ unstack
 drive "live.timeout=5" || true
 check "both layers printed bottom to top" grep -q 'stack, bottom to top (2 layer(s), unverified): 10-base 20-extra$' "$tmp/out"
 unstack
-losetup -d "$medium_loop" && medium_loop=
-[ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
+stack_detach
 
 # 6. Fifty layers, through the new mount API and through mount(2) (pre-6.8 kernels, one page of options):
 # each adds a file, the top one wins /etc/who, and the stack is printed bottom to top.
@@ -210,22 +167,13 @@ for i in $(seq 11 59); do
 	want50="$want50 $i-l$i"
 done
 xorriso -as mkisofs -quiet -V LIVEUNION --modification-date=2026010112345650 -o "$tmp/m50.iso" "$tmp/iso50" 2>/dev/null
-medium_loop=$(losetup -f --show -r "$tmp/m50.iso")
-ln=${medium_loop#/dev/}
 sys=$tmp/sys50 dev=$tmp/dev50
-mkdir -p "$sys/$ln" "$dev"
-cat "/sys/class/block/$ln/size" >"$sys/$ln/size"
-ln -s "$medium_loop" "$dev/$ln"
-if [ "$medium_type" = squashfs ]; then
-	mksquashfs "$tmp/iso50" "$tmp/m50.sqfs" -noappend -quiet -all-root >/dev/null
-	medium_sq_loop=$(losetup -f --show -r "$tmp/m50.sqfs")
-	stand_in=("squashfs:$medium_sq_loop")
-fi
+stack_medium "$tmp/m50.iso" "$tmp/iso50"
 for driver in init-stack-driver init-stack-driver-legacy; do
 	no_plus=0 # legacy: the kernel refuses "lowerdir+" as before 6.8 (a seccomp filter in the driver)
 	[ "$driver" = init-stack-driver-legacy ] && no_plus=1
 	if INIT_STACK_NO_LOWERDIR_PLUS=$no_plus "$B/init-stack-driver" "$sys" "$dev" "$run" "$root" \
-		"live.medium=UUID=2026010112345650 live.timeout=5 live.debug" "${stand_in[@]}" >"$tmp/out" 2>&1; then
+		"live.medium=UUID=2026010112345650 live.timeout=5 live.debug" ${stand_in:+"$stand_in"} >"$tmp/out" 2>&1; then
 		ok "$driver: 50 layers stacked"
 	else
 		bad "$driver: 50 layers stacked"
@@ -243,8 +191,7 @@ for driver in init-stack-driver init-stack-driver-legacy; do
 	fi
 	unstack
 done
-losetup -d "$medium_loop" && medium_loop=
-[ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
+stack_detach
 check "no loop device left pointing into the test" \
 	test -z "$(losetup -n -O BACK-FILE | grep -F "$tmp/" || true)"
 

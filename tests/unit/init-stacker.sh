@@ -13,34 +13,10 @@ set -e
 needs_root loop devices, mounts
 private_mounts "$@"
 
-B=$OUT/tests/init-stacker
-SRC=$TOP/initramfs/init
+# shellcheck source=tests/unit/lib/stack.bash
+. "$TOP/tests/unit/lib/stack.bash"
 UUID=2026010112345617
-tmp=$(mktemp -d /tmp/init-stacker.XXXXXX)
-medium_loop=
-medium_sq_loop=
-
-unstack() {
-	local m
-	for m in $(findmnt -rn -o TARGET | grep "^$tmp/" | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m" || true
-	done
-}
-cleanup() {
-	local l
-	unstack
-	[ -n "$medium_loop" ] && losetup -d "$medium_loop" 2>/dev/null
-	[ -n "$medium_sq_loop" ] && losetup -d "$medium_sq_loop" 2>/dev/null
-	for l in $(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) == 1 {print $1}'); do
-		losetup -d "$l" || true
-	done
-	rm -rf "$tmp"
-}
-at_exit cleanup
-
-mkdir -p "$B"
-mapfile -t init_srcs < <(printf '%s\n' "$SRC"/*.c | grep -v '/main\.c$')
-read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)" # the init's own flags (its Makefile)
+stack_init init-stacker
 gcc "${LIVE_CFLAGS[@]}" -I"$SRC" -o "$B/init-stacker-driver" "$TOP/tests/unit/init-stacker-driver.c" "${init_srcs[@]}"
 # the same driver under ASan/UBSan (init-unit.sh's flags): the good medium and a failure run through it too
 gcc "${LIVE_CFLAGS[@]}" -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
@@ -56,22 +32,8 @@ echo extra >"$tmp/extra/etc/who"
 mksquashfs "$tmp/base" "$tmp/iso/live/10-base.squashfs" -noappend -quiet -all-root >/dev/null
 mksquashfs "$tmp/extra" "$tmp/iso/live/20-extra.squashfs" -noappend -quiet -all-root >/dev/null
 xorriso -as mkisofs -quiet -V LIVEUNION --modification-date="$UUID" -o "$tmp/medium.iso" "$tmp/iso" 2>/dev/null
-medium_loop=$(losetup -f --show -r "$tmp/medium.iso")
-ln=${medium_loop#/dev/}
 sys=$tmp/sys dev=$tmp/dev
-mkdir -p "$sys/$ln" "$dev"
-cat "/sys/class/block/$ln/size" >"$sys/$ln/size"
-ln -s "$medium_loop" "$dev/$ln"
-
-# As in init-stack.sh: without iso9660 in the host kernel the medium is mounted from a squashfs of the same tree
-# once discovery has read and matched the real ISO (the guest scenarios mount the ISO itself).
-stand_in=-
-if ! grep -qw iso9660 /proc/filesystems && ! modprobe -q isofs 2>/dev/null; then
-	mksquashfs "$tmp/iso" "$tmp/medium.sqfs" -noappend -quiet -all-root >/dev/null
-	medium_sq_loop=$(losetup -f --show -r "$tmp/medium.sqfs")
-	stand_in=squashfs:$medium_sq_loop
-	echo "# note: the host kernel has no iso9660: the medium is a squashfs stand-in of the same tree"
-fi
+stack_medium "$tmp/medium.iso" "$tmp/iso"
 
 run=$tmp/run/live
 root=$tmp/sysroot
@@ -82,7 +44,7 @@ stack() {
 	printf '%s\n' "$1" >"$tmp/cmdline"
 	shift
 	rc=0
-	timeout 60 "$B/$driver" "$sys" "$dev" "$tmp/cmdline" "$run" "$stand_in" -- "$@" </dev/null \
+	timeout 60 "$B/$driver" "$sys" "$dev" "$tmp/cmdline" "$run" "${stand_in:--}" -- "$@" </dev/null \
 		>"$tmp/out" 2>&1 || rc=$?
 }
 mounted() { findmnt -n "$1" >/dev/null; }
@@ -184,6 +146,5 @@ check "and it names the stacker" grep -q -- '--stack --root DIR' "$tmp/out"
 umount /proc/cmdline
 umount /run
 
-losetup -d "$medium_loop" && medium_loop=
-[ -z "$medium_sq_loop" ] || { losetup -d "$medium_sq_loop" && medium_sq_loop=; }
+stack_detach
 finish
