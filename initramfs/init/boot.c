@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cmdline.h"
 #include "discover.h"
 #include "fetch.h"
 #include "handover.h"
@@ -119,6 +120,36 @@ static int (*const steps[S_COUNT])(const struct plan *, struct boot *) = {
 	[S_MEDIUM] = step_medium,  [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,
 	[S_UPPER] = persist_upper, [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
 };
+
+static void warn_msg(void *ctx, const char *text)
+{
+	(void)ctx; /* callback signature */
+	msg("%s", text);
+}
+
+void boot_prepare(const char *cmdline_path, const char *meminfo_path, const char *run_live, const char *newroot,
+		  bool devices, struct plan *p, struct boot *b)
+{
+	static char cmdline_text[4096];
+	static struct cmdline c;
+	struct facts f = {0, 0};
+
+	if (read_text(cmdline_path, cmdline_text, sizeof(cmdline_text)) < 0)
+		msg("%s: %s; using the defaults", fail_what(), strerror(fail_errno()));
+	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
+	if (read_meminfo(meminfo_path, &f.mem_total, &f.mem_available) != 0)
+		msg("%s: %s", fail_what(), strerror(fail_errno()));
+	plan_make(&c, &f, run_live, newroot, p);
+	plan_boot_init(p, b);
+	if (p->adjusted[0])
+		msg("%s", p->adjusted);
+	log_debug_enable(p->debug);
+	modload_start(cmdline_text, devices);
+	text_fmt(b->kernel, sizeof(b->kernel), "%s", modload_flavour());
+	text_fmt(b->kernel_overlay, sizeof(b->kernel_overlay), "%s", modload_overlay());
+	boot_print_plan(p, b, "plan:");
+	boot_save_plan(p, b);
+}
 
 void boot_print_plan(const struct plan *p, const struct boot *b, const char *title)
 {

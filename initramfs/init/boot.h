@@ -18,6 +18,13 @@ struct boot_env {
 /* ms of CLOCK_MONOTONIC (the kernel log's clock); the init's start is recorded with it. */
 unsigned long long boot_mono_ms(void);
 void boot_started(unsigned long long ms);
+/* The start both callers share: the command line read from cmdline_path (its defaults when unreadable) and
+ * parsed, the plan made for newroot under run_live (memory from meminfo_path), the boot state set up, the modules
+ * loaded (devices: coldplug and uevents as well; false: the caller's udev has the device drivers), then the plan
+ * printed and saved. Problems are reported and the defaults kept; the command line's text stays in static
+ * storage, where modload reads it later. */
+void boot_prepare(const char *cmdline_path, const char *meminfo_path, const char *run_live, const char *newroot,
+		  bool devices, struct plan *p, struct boot *b);
 /* The plan as "  key=value" lines under a title, on the consoles. */
 void boot_print_plan(const struct plan *p, const struct boot *b, const char *title);
 /* The plan and the step times into run_live/plan, the file the live system reads. */

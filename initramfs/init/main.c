@@ -13,7 +13,6 @@
 #include "disk.h"
 #include "liveunion/contract.h"
 #include "log.h"
-#include "modload.h"
 #include "nbd.h"
 #include "plan.h"
 #include "stacker.h"
@@ -24,12 +23,6 @@
 #endif
 
 #define NEWROOT "/newroot"
-
-static void warn_msg(void *ctx, const char *text)
-{
-	(void)ctx; /* callback signature */
-	msg("%s", text);
-}
 
 /* Before the consoles are known, fd 2 is /dev/console from the initramfs. */
 static int early_mounts(void)
@@ -56,11 +49,8 @@ static int early_mounts(void)
 
 int main(int argc, char **argv)
 {
-	static char cmdline_text[4096];
-	static struct cmdline c;
 	static struct plan p;
 	static struct boot b;
-	struct facts f = {0, 0};
 	struct boot_env env = {SYSBLOCK, "/dev", S_SWITCH, true, argv, NULL};
 
 	if (argc > 1 && strcmp(argv[1], "--help-keys") == 0) {
@@ -85,22 +75,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "liveunion: %s: %s\n", fail_what(), strerror(fail_errno()));
 	log_open_consoles();
 	msg("init %s", LIVEUNION_VERSION);
-	if (read_text("/proc/cmdline", cmdline_text, sizeof(cmdline_text)) < 0)
-		msg("%s: %s; using the defaults", fail_what(), strerror(fail_errno()));
-	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
-	if (read_meminfo("/proc/meminfo", &f.mem_total, &f.mem_available) != 0)
-		msg("%s: %s", fail_what(), strerror(fail_errno()));
-	plan_make(&c, &f, LIVE_RUN, NEWROOT, &p);
-	plan_boot_init(&p, &b);
-	if (p.adjusted[0])
-		msg("%s", p.adjusted);
-	log_debug_enable(p.debug);
-	modload_start(cmdline_text, true);
-	text_fmt(b.kernel, sizeof(b.kernel), "%s", modload_flavour());
-	text_fmt(b.kernel_overlay, sizeof(b.kernel_overlay), "%s", modload_overlay());
+	boot_prepare("/proc/cmdline", "/proc/meminfo", LIVE_RUN, NEWROOT, true, &p, &b);
 	argv[0] = p.init;
-	boot_print_plan(&p, &b, "plan:");
-	boot_save_plan(&p, &b);
 	if (boot_run(&p, &b, &env) != 0)
 		return 1; /* reported; PID 1 exiting is the kernel panic live.panic asks for */
 	return 1;         /* not reached: step switch execs the live root's init or fails */

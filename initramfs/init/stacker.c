@@ -6,10 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cmdline.h"
 #include "handover.h"
 #include "log.h"
-#include "modload.h"
 #include "util.h"
 
 #ifndef LIVEUNION_VERSION
@@ -54,12 +52,6 @@ static const char *mount_helper_root(int argc, char **argv)
 	return argv[2];
 }
 
-static void warn_msg(void *ctx, const char *text)
-{
-	(void)ctx; /* callback signature */
-	msg("%s", text);
-}
-
 /* DIR must be an existing directory that nothing is mounted on yet: a second run must not stack twice. */
 static int root_usable(const char *root)
 {
@@ -83,11 +75,8 @@ static int root_usable(const char *root)
 
 int stacker_main(int argc, char **argv, struct boot_env *env, const struct stacker_where *w)
 {
-	static char cmdline_text[4096];
-	static struct cmdline c;
 	static struct plan p;
 	static struct boot b;
-	struct facts f = {0, 0};
 	const char *root = NULL;
 	int i;
 
@@ -121,21 +110,7 @@ int stacker_main(int argc, char **argv, struct boot_env *env, const struct stack
 		msg("nothing was done: the stacker exits with status 1");
 		return 1;
 	}
-	if (read_text(w->cmdline, cmdline_text, sizeof(cmdline_text)) < 0)
-		msg("%s: %s; using the defaults", fail_what(), strerror(fail_errno()));
-	cmdline_parse(cmdline_text, &c, warn_msg, NULL);
-	if (read_meminfo(w->meminfo, &f.mem_total, &f.mem_available) != 0)
-		msg("%s: %s", fail_what(), strerror(fail_errno()));
-	plan_make(&c, &f, w->run_live, root, &p);
-	plan_boot_init(&p, &b);
-	if (p.adjusted[0])
-		msg("%s", p.adjusted);
-	log_debug_enable(p.debug);
-	modload_start(cmdline_text, false); /* the device drivers are the caller's udev's */
-	text_fmt(b.kernel, sizeof(b.kernel), "%s", modload_flavour());
-	text_fmt(b.kernel_overlay, sizeof(b.kernel_overlay), "%s", modload_overlay());
-	boot_print_plan(&p, &b, "plan:");
-	boot_save_plan(&p, &b);
+	boot_prepare(w->cmdline, w->meminfo, w->run_live, root, false, &p, &b); /* device drivers: the caller's udev */
 	env->last = S_OVERLAY;
 	env->shell = false;
 	if (boot_run(&p, &b, env) != 0)
