@@ -76,7 +76,7 @@ stick_round() {
 	check "$v-four-changes-kept" four_kept "$$-$v"
 	check "$v-root-file-kept" vm_fact "cat /$token" "$token-$v"
 	check "$v-toram-again" vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
-	check "$v-clean-poweroff" dracut_poweroff
+	check "$v-clean-poweroff" profile_poweroff
 	vm_stop || true
 	# e2fsck -n finds nothing wrong. Its state is not "clean" (a journal to replay; seen here, so not checked): the
 	# root overlay holds the store until the shutdown ends, and nothing unmounts it from an initramfs at shutdown

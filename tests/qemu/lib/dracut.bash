@@ -11,9 +11,6 @@ mkdir -p "$OUT/tests"
 DRACUT_TREE=$DRACUT_DIR/tree
 DRACUT_KVER=$(cat "$OUT/pc/release" 2>/dev/null || true)
 DRACUT_PKGS=(dracut dracut-live)
-# Keys added to the test ISO's menus besides root=liveunion (none now: no_timer_check, tried against a panic of
-# Debian's kernel on a host with load 12 on 2 cores, "IO-APIC + timer doesn't work!", left the login shell silent).
-DRACUT_TEST_KEYS=${DRACUT_TEST_KEYS:-}
 
 # dracut_chroot CMD...: CMD in the tree, with /proc mounted for its duration.
 dracut_chroot() {
@@ -80,8 +77,8 @@ dracut_image() {
 	vm_note "dracut_image: $DRACUT_DIR/$name.img, $(stat -c %s "$DRACUT_DIR/$name.img") bytes (dracut $*)"
 }
 
-# dracut_iso ISO INITRD OUTPUT: a copy of ISO whose menus (isolinux and GRUB) boot INITRD with root=liveunion (and
-# $DRACUT_TEST_KEYS) added to every entry; the volume date (the medium's UUID, live.medium=) is kept, the boot records are replayed.
+# dracut_iso ISO INITRD OUTPUT: a copy of ISO whose menus (isolinux and GRUB) boot INITRD with root=liveunion
+# added to every entry; the volume date (the medium's UUID, live.medium=) is kept, the boot records are replayed.
 dracut_iso() {
 	local iso=$1 initrd=$2 out=$3 uuid w
 	w=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-dracut-iso.XXXXXX") || return 1
@@ -89,19 +86,12 @@ dracut_iso() {
 	{ xorriso -osirrox on -indev "$iso" -extract /isolinux/isolinux.cfg "$w/isolinux.cfg" \
 		-extract /boot/grub/grub.cfg "$w/grub.cfg" >/dev/null 2>&1 && [ -n "$uuid" ]; } ||
 		{ rm -rf "$w"; vm_note "dracut_iso: cannot read the menus or the volume date of $iso"; return 1; }
-	sed -i -E "s/^([[:space:]]*APPEND )/\\1root=liveunion ${DRACUT_TEST_KEYS:+$DRACUT_TEST_KEYS }/" "$w/isolinux.cfg"
-	sed -i -E "s/^([[:space:]]*linux [^ ]+ )/\\1root=liveunion ${DRACUT_TEST_KEYS:+$DRACUT_TEST_KEYS }/" "$w/grub.cfg"
+	sed -i -E "s/^([[:space:]]*APPEND )/\\1root=liveunion /" "$w/isolinux.cfg"
+	sed -i -E "s/^([[:space:]]*linux [^ ]+ )/\\1root=liveunion /" "$w/grub.cfg"
 	rm -f "$out"
 	xorriso -report_about SORRY -indev "$iso" -outdev "$out" -boot_image any replay -volume_date uuid "$uuid" \
 		-map "$initrd" /boot/initramfs.img -map "$w/isolinux.cfg" /isolinux/isolinux.cfg \
 		-map "$w/grub.cfg" /boot/grub/grub.cfg -commit >/dev/null 2>&1 ||
 		{ rm -rf "$w"; vm_note "dracut_iso: xorriso could not write $out"; return 1; }
 	rm -rf "$w"
-}
-
-# dracut_poweroff: systemctl poweroff in the live system, until the kernel says it powers down.
-dracut_poweroff() {
-	vm_mark
-	vm_send 'systemctl poweroff' || return 1
-	vm_wait 'reboot: Power down' 180
 }

@@ -50,6 +50,14 @@ profile_reboot() {
 	profile_login
 }
 
+# profile_poweroff [TIMEOUT]: systemctl poweroff in the live system, until the kernel says it powers down (within
+# TIMEOUT seconds, default 180); qemu is left to the caller.
+profile_poweroff() {
+	vm_mark
+	vm_send 'systemctl poweroff' || return 1
+	vm_wait 'reboot: Power down' "${1:-180}"
+}
+
 # profile_running: wait until systemd has finished starting up (running or degraded), print the state.
 profile_running() {
 	vm_run 'systemctl is-system-running --wait' 300
