@@ -63,7 +63,9 @@ kiosk_packages() {
 	local -n kp=$1
 	{
 		# xwayland: cage 0.1.4 does not start without it (an X server for X clients; the browsers are Wayland clients)
-		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\n'
+		# busybox: httpd for the waiting page and wget for the outage watch; swayidle: the idle reset (cage's idle
+		# protocol)
+		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\nswayidle\n'
 		case "${kp[kiosk.browser]:-chromium}" in
 		chromium) printf 'chromium\n' ;;
 		firefox) printf 'firefox-esr\n' ;;
@@ -279,7 +281,8 @@ kiosk_browser_files() {
 		done
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"
 	} >"$d/etc/liveunion/kiosk.conf"
-	install -m 0755 "$TOP/rootfs/kiosk/kiosk" "$TOP/rootfs/kiosk/waiting.py" "$TOP/rootfs/kiosk/idle.py" "$d/usr/lib/liveunion/kiosk/"
+	install -m 0755 "$TOP/rootfs/kiosk/kiosk" "$d/usr/lib/liveunion/kiosk/"
+	install -D -m 0644 "$TOP/rootfs/kiosk/waiting.html" "$d/usr/share/liveunion/kiosk/www/waiting.html"
 	case "${kb[kiosk.browser]:-chromium}" in
 	chromium) install -D -m 0644 "$TOP/rootfs/kiosk/chromium-policy.json" "$d/etc/chromium/policies/managed/liveunion-kiosk.json" ;;
 	firefox) install -D -m 0644 "$TOP/rootfs/kiosk/firefox-policies.json" "$d/etc/firefox-esr/policies/policies.json"
@@ -335,18 +338,4 @@ kiosk_browser_files() {
 	[Install]
 	WantedBy=multi-user.target
 	EOT
-	cat >"$d/etc/systemd/system/liveunion-kiosk-idle.service" <<-EOT
-	# Made by rootfs/kiosk.sh: a fresh browser session after kiosk.idle= without input (rootfs/kiosk/idle.py).
-	[Unit]
-	Description=Kiosk session reset after idle time
-
-	[Service]
-	ExecStart=/bin/sh -c 'i=\$(/usr/lib/liveunion/kiosk/kiosk get idle); s=\$(/usr/lib/liveunion/kiosk/kiosk seconds "\$i") || { echo "kiosk.idle=\$i: no idle reset"; exec sleep infinity; }; exec /usr/lib/liveunion/kiosk/idle.py "\$s"'
-	Restart=always
-	RestartSec=5
-
-	[Install]
-	WantedBy=multi-user.target
-	EOT
-	ln -s ../liveunion-kiosk-idle.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-idle.service"
 }

@@ -18,7 +18,7 @@ KIOSK_PORT='' KIOSK_URL='' KIOSK_SERVE_PID=''
 KIOSK_PAGE=(row:0=ff00ff row:1=ff00ff row:2=ff00ff 0,400=ff00ff 1023,100=ff00ff 225,250=ff0000 799,250=00ff00
 	225,550=0000ff 799,550=ffff00 500,410=ffffff)
 KIOSK_FIELD=(395 380 637 440)
-# rootfs/kiosk/waiting.py: its background, top row included
+# rootfs/kiosk/waiting.html: its background, top row included
 KIOSK_WAITING=(row:0=202a44 5,5=202a44 600,700=202a44)
 mkdir -p "$KIOSK_WWW" && cp "$(dirname "${BASH_SOURCE[0]}")/kiosk-page.html" "$KIOSK_WWW/index.html"
 at_exit kiosk_serve_stop
