@@ -27,7 +27,7 @@ vm_note "profile build (or cache check): $((($(now_ms) - t0) / 1000)) s"
 # What the menus boot: nothing persists (live.persist=off, no live.persist.paths=) unless kiosk.persist=yes.
 require iso-cmdline-read iso_boot_files "$iso"
 append=$(iso_cmdline "$iso")
-check menus-persist-nothing fact "live.persist=off" grep -o 'live\.persist[^ ]*' <<<"$append"
+fact menus-persist-nothing live.persist=off grep -o 'live\.persist[^ ]*' "$VM_ISO_DIR/cmdline"
 # This run: kiosk.persist=yes as its menus would have it (live.persist.paths= with the data directory) and a store
 # named by label, so that the reboot below shows what is kept; the page and the idle time for the test.
 append="${append/live.persist=off/live.persist=LABEL=kioskdata live.persist.paths=/var/lib/kiosk} kiosk.persist=yes"
