@@ -73,6 +73,10 @@ i6300esb-armed
 swayidle
 httpd"
 
+# What the browser takes (printed for docs/kiosk.md; not a check): used memory, the browser's resident set.
+vm_run "free -m | awk '/^Mem:/ { print \"used MiB \" \$3 }'; ps -u kiosk -o rss=,comm= | awk '/chrom|firefox/ { k += \$1 } END { print \"browser RSS MiB \" int(k / 1024) }'" &&
+	vm_note "page on screen: $(tr '\n' ' ' <<<"$VM_OUT")"
+
 # No way out: a typed URL and a VT switch change nothing on screen (the field has no focus: keys go to the page).
 check typed-file-url screen_keys ctrl-l
 check typed-file-url-text screen_type file:///etc/passwd
