@@ -57,8 +57,8 @@ expect bad-name-refused "profile name '../a'" 'profile_load ../a' fail
 expect one-level-of-base 'has base= itself' 'profile_load deep' fail
 expect packages-sorted-unique-no-comments '^bash,perl,zlib1g$' 'profile_packages a | paste -sd, -'
 expect base-keys-visible '^second$' 'profile_load k; echo "${PCONF[base.hostname]}"'
-expect kiosk-persist-paths-cmdline '^live.timeout=5 live.persist.paths=/srv/app quiet$' 'profile_load k; profile_cmdline'
-expect kiosk-default-persistence-off '^live.timeout=5 live.persist=off$' 'profile_load k2; profile_cmdline'
+expect kiosk-persist-paths-cmdline '^live.timeout=5 consoleblank=0 live.persist.paths=/srv/app quiet$' 'profile_load k; profile_cmdline'
+expect kiosk-default-persistence-off '^live.timeout=5 consoleblank=0 live.persist=off$' 'profile_load k2; profile_cmdline'
 expect plain-profile-cmdline '^live.timeout=5$' 'profile_load a; profile_cmdline'
 printf 'rootfs=debootstrap\nkernel=pc\n' >"$work/profiles/pc.conf"
 printf 'rootfs=debootstrap\nkernel=pc\nfirmware.nonfree=no\n' >"$work/profiles/pcfree.conf"
@@ -72,6 +72,20 @@ expect kernel-pc-free-firmware-only '^pc:firmware-linux-free$' 'profile_load pcf
 expect kernel-from-base '^pc$' 'profile_load onpc; echo "$PFLAVOUR"'
 expect kernel-bad-value-named 'kernel=big: use tiny or pc' 'profile_load badkernel' fail
 expect firmware-bad-value-named 'firmware.nonfree=maybe: use yes or no' 'profile_load badfw' fail
+# The browser kiosk's keys: each wrong value named with what it should be (rootfs/kiosk.sh kiosk_check).
+expect kiosk-url-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.idle]=5min [kiosk.rotate]=90 [kiosk.zoom]=1.5 [kiosk.cursor]=yes); kiosk_check c t; echo ok'
+expect kiosk-text-ok '^ok$' 'declare -A c=([kiosk.command]=/bin/app); kiosk_check c t; echo ok'
+expect kiosk-url-and-command 'kiosk.command= and kiosk.url= are both set' 'declare -A c=([kiosk.url]=http://x/ [kiosk.command]=/bin/app); kiosk_check c t' fail
+expect kiosk-neither 'kiosk.url= .* or kiosk.command= .* is required' 'declare -A c=(); kiosk_check c t' fail
+expect kiosk-bad-browser 'kiosk.browser=opera: use chromium or firefox' 'declare -A c=([kiosk.url]=http://x/ [kiosk.browser]=opera); kiosk_check c t' fail
+expect kiosk-bad-idle 'kiosk.idle=5 minutes: use N, Ns, Nmin or Nh' 'declare -A c=([kiosk.url]=http://x/ [kiosk.idle]="5 minutes"); kiosk_check c t' fail
+expect kiosk-bad-rotate 'kiosk.rotate=45: use 0, 90, 180 or 270' 'declare -A c=([kiosk.url]=http://x/ [kiosk.rotate]=45); kiosk_check c t' fail
+expect kiosk-bad-zoom 'kiosk.zoom=big: use a number' 'declare -A c=([kiosk.url]=http://x/ [kiosk.zoom]=big); kiosk_check c t' fail
+expect kiosk-bad-cursor 'kiosk.cursor=maybe: use yes or no' 'declare -A c=([kiosk.url]=http://x/ [kiosk.cursor]=maybe); kiosk_check c t' fail
+expect kiosk-bad-url 'kiosk.url=file:///etc/passwd: use an http:// or https:// address' 'declare -A c=([kiosk.url]=file:///etc/passwd); kiosk_check c t' fail
+expect kiosk-idle-seconds '^300 45 7200$' 'for v in 5min 45s 2h; do "$TOP/rootfs/kiosk/kiosk" seconds $v; done | paste -sd" " -'
+expect kiosk-chromium-packages '^busybox,cage,chromium,fonts-dejavu-core,seatd,swayidle,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
+expect kiosk-firefox-packages '^busybox,cage,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
 # The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)
@@ -80,6 +94,6 @@ done
 PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
 	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do grep -qx "$p" <<<"$l" || exit 1; done; grep -Eqx "initramfs-tools|dracut" <<<"$l" && exit 1; echo ok'
 PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
-PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 live.persist=off$' 'profile_load kiosk; profile_cmdline'
+PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 consoleblank=0 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 
 finish

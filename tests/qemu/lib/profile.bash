@@ -7,6 +7,8 @@
 
 PROFILE_USER=${PROFILE_USER:-live}
 VM_BOOT_TIMEOUT=${PROFILE_BOOT_TIMEOUT:-400} # systemd under TCG, UEFI included
+# each step of the login after the prompt (a guest busy starting a browser under TCG takes minutes)
+PROFILE_LOGIN_WAIT=${PROFILE_LOGIN_WAIT:-60}
 
 # profile_iso NAME: builds (or finds cached) out/liveunion-NAME.iso; the build's own output goes to stderr.
 # A build that failed once in this test run (tests/run sets LIVEUNION_TEST_RUN) is not tried again by the
@@ -32,14 +34,14 @@ profile_login() {
 	start=$VM_MARK # the banner: /etc/issue before the prompt, the motd after it
 	vm_wait 'login: *$' "$VM_BOOT_TIMEOUT" || return 1
 	vm_send "$PROFILE_USER"
-	vm_wait '[Pp]assword:|\$ *$' 60 || return 1
+	vm_wait '[Pp]assword:|\$ *$' "$PROFILE_LOGIN_WAIT" || return 1
 	case "$VM_MATCH" in
-	*assword:*) vm_send '' && vm_wait '\$ *$' 60 || return 1 ;;
+	*assword:*) vm_send '' && vm_wait '\$ *$' "$PROFILE_LOGIN_WAIT" || return 1 ;;
 	esac
 	# shellcheck disable=SC2034 # read by banner_has (lib/boot.bash)
 	VM_BANNER=$(tail -c +$((start + 1)) "$VM_LOG" | head -c $((VM_MARK - start)) | tr -d '\r')
 	vm_send 'exec sudo /bin/sh'
-	vm_wait '# *$' 60 || return 1
+	vm_wait '# *$' "$PROFILE_LOGIN_WAIT" || return 1
 	vm_quiet
 }
 

@@ -203,7 +203,7 @@ vm_quiet() {
 	vm_mark
 	# Markers are split in the typed text so that an echo of the line itself never matches them.
 	vm_send "stty -echo 2>/dev/null; dmesg -n 1 2>/dev/null; PS1='[vm]# '; PS2=''; echo '@@Q''$n@@'"
-	vm_wait "@@Q$n@@" 30
+	vm_wait "@@Q$n@@" "${VM_QUIET_WAIT:-30}"
 }
 
 # vm_login: log in as root on the console (empty password), keep what was shown in VM_BANNER.

@@ -1,0 +1,53 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034,SC2054 # the KIOSK_ names are read by the scenarios; the commas are screen_is positions
+# Helpers for the browser kiosk scenarios (build host): the test's own web server and what its page looks like.
+#   kiosk_port                 a free TCP port on the host's loopback, in KIOSK_PORT; the guest reaches it as
+#                              http://10.0.2.2:PORT/ through qemu's user networking (KIOSK_URL)
+#   kiosk_serve_start, kiosk_serve_stop   python3's http.server on 127.0.0.1:KIOSK_PORT serving lib/kiosk-page.html
+#   KIOSK_PAGE, KIOSK_WAITING  screen_is specs: the test page full screen; the kiosk's own waiting page
+#   KIOSK_FIELD                the text field's box (x0 y0 x1 y1) for screen_dark
+# shellcheck source=tests/qemu/lib/profile.bash
+. "$(dirname "${BASH_SOURCE[0]}")/profile.bash"
+# shellcheck source=tests/qemu/lib/screen.bash
+. "$(dirname "${BASH_SOURCE[0]}")/screen.bash"
+
+KIOSK_WWW=$VM_WORK/www
+KIOSK_PORT='' KIOSK_URL='' KIOSK_SERVE_PID=''
+# the page's colours where lib/kiosk-page.html puts them; its background on the top and bottom rows and left and
+# right edges: no browser chrome anywhere
+KIOSK_PAGE=(row:0=ff00ff row:1=ff00ff row:2=ff00ff 0,400=ff00ff 1023,100=ff00ff 225,250=ff0000 799,250=00ff00
+	225,550=0000ff 799,550=ffff00 500,410=ffffff)
+KIOSK_FIELD=(395 380 637 440)
+# rootfs/kiosk/waiting.html: its background, top row included
+KIOSK_WAITING=(row:0=202a44 5,5=202a44 600,700=202a44)
+mkdir -p "$KIOSK_WWW" && cp "$(dirname "${BASH_SOURCE[0]}")/kiosk-page.html" "$KIOSK_WWW/index.html"
+at_exit kiosk_serve_stop
+
+kiosk_port() {
+	KIOSK_PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') ||
+		return 1
+	KIOSK_URL=http://10.0.2.2:$KIOSK_PORT/
+}
+
+kiosk_serve_start() {
+	python3 -m http.server --bind 127.0.0.1 --directory "$KIOSK_WWW" "$KIOSK_PORT" >"$VM_WORK/http.log" 2>&1 &
+	KIOSK_SERVE_PID=$!
+	local i
+	for i in $(seq 50); do
+		curl -fs -o /dev/null "http://127.0.0.1:$KIOSK_PORT/" && return 0
+		sleep 0.2
+	done
+	vm_note "the test's web server on 127.0.0.1:$KIOSK_PORT does not answer: $(cat "$VM_WORK/http.log")"
+	return 1
+}
+
+kiosk_serve_stop() {
+	[ -n "$KIOSK_SERVE_PID" ] || return 0
+	kill "$KIOSK_SERVE_PID" 2>/dev/null
+	wait "$KIOSK_SERVE_PID" 2>/dev/null
+	KIOSK_SERVE_PID=''
+}
+
+# kiosk_field_empty PPM / kiosk_field_typed PPM: no dark pixel in the field / typed text there (dozens of them)
+kiosk_field_empty() { [ "$(screen_dark "$1" "${KIOSK_FIELD[@]}")" -eq 0 ]; }
+kiosk_field_typed() { [ "$(screen_dark "$1" "${KIOSK_FIELD[@]}")" -ge 50 ]; }

@@ -1,0 +1,138 @@
+# shellcheck shell=bash
+# What a person sees on the guest's screen (build host): QMP screendump of the VM's display, PPM files read by a
+# small python3 reader, PNG copies (netpbm's pnmtopng) kept under $OUT/tests/ for people to look at.
+#   screen_start_args      the qemu arguments a scenario adds to vm_start (a QMP socket of this VM)
+#   screen_shot NAME       the screen now, as $SCREEN_DIR/NAME.ppm and $OUT/tests/NAME.png (SCREEN_LAST = the .ppm)
+#   screen_is PPM SPEC...  every SPEC "X,Y=RRGGBB" (or "X,Y!=RRGGBB": not that colour) holds, within SCREEN_TOL
+#                          per channel; a row "row:Y=RRGGBB" means every pixel of row Y
+#   screen_wait NAME LIMIT SPEC...  takes screenshots until one matches (SCREEN_WAITED: the seconds it took);
+#                          fails after LIMIT seconds, naming the last mismatch
+#   screen_dark PPM X0 Y0 X1 Y1   prints how many pixels of the box are dark (all channels < 96): typed text
+# A dead VM is a harness error here as in vm_run: no screenshot of a dead VM can match anything.
+# shellcheck source=tests/qemu/lib/vm.bash
+. "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
+
+SCREEN_DIR=$VM_WORK/screen
+SCREEN_SOCK=$VM_WORK/screen-qmp.sock
+SCREEN_TOL=${SCREEN_TOL:-24}
+SCREEN_LAST='' SCREEN_WAITED=0
+mkdir -p "$SCREEN_DIR"
+
+screen_start_args() { printf '%s\n' -qmp "unix:$SCREEN_SOCK,server=on,wait=off"; }
+
+screen_shot() {
+	local name=$1 ppm=$SCREEN_DIR/$1.ppm
+	vm_alive || { harness_error "screen_shot $name: qemu${VM_NAME:+ ($VM_NAME)} is not running"; return 255; }
+	rm -f "$ppm"
+	if ! vm_qmp "$SCREEN_SOCK" "{\"execute\": \"screendump\", \"arguments\": {\"filename\": \"$ppm\"}}" >/dev/null ||
+		[ ! -s "$ppm" ]; then
+		harness_error "screen_shot $name: QMP screendump to $ppm failed"
+		return 255
+	fi
+	SCREEN_LAST=$ppm
+	if ! { mkdir -p "$OUT/tests" && pnmtopng "$ppm" >"$OUT/tests/$name.png" 2>/dev/null; }; then
+		vm_note "screen_shot: pnmtopng $ppm failed (package netpbm)"
+	fi
+}
+
+# the reader: argv = PPM, then specs; prints each mismatch; exit 0 when all hold
+SCREEN_PY='
+import sys
+def load(p):
+    d = open(p, "rb").read()
+    f, i = [], 0
+    while len(f) < 4:  # magic, width, height, maxval; comments skipped
+        while d[i:i + 1].isspace(): i += 1
+        if d[i:i + 1] == b"#":
+            while d[i:i + 1] != b"\n": i += 1
+            continue
+        j = i
+        while not d[j:j + 1].isspace(): j += 1
+        f.append(d[i:j]); i = j
+    if f[0] != b"P6" or f[3] != b"255": sys.exit("%s: not a P6 PPM with maxval 255" % p)
+    return int(f[1]), int(f[2]), d[i + 1:]
+w, h, px = load(sys.argv[1])
+tol = int(sys.argv[2])
+def at(x, y):
+    o = 3 * (y * w + x); return tuple(px[o:o + 3])
+def near(c, want): return all(abs(a - b) <= tol for a, b in zip(c, want))
+if sys.argv[3] == "dark":
+    x0, y0, x1, y1 = map(int, sys.argv[4:8])
+    print(sum(1 for y in range(y0, y1) for x in range(x0, x1) if max(at(x, y)) < 96)); sys.exit(0)
+bad = 0
+for s in sys.argv[3:]:
+    pos, neg, want = s.split("=")[0], "!=" in s, s.split("=")[1]
+    pos = pos.rstrip("!")
+    want = tuple(int(want[k:k + 2], 16) for k in (0, 2, 4))
+    pts = [(x, int(pos[4:])) for x in range(w)] if pos.startswith("row:") else [tuple(map(int, pos.split(",")))]
+    for x, y in pts:
+        if not (0 <= x < w and 0 <= y < h):
+            print("%s: (%d,%d) is off the %dx%d screen" % (s, x, y, w, h)); bad += 1; break
+        if near(at(x, y), want) == neg:
+            print("%s: (%d,%d) is %02x%02x%02x" % ((s, x, y) + at(x, y))); bad += 1; break
+sys.exit(1 if bad else 0)
+'
+
+screen_is() {
+	local ppm=$1 out
+	shift
+	out=$(python3 -c "$SCREEN_PY" "$ppm" "$SCREEN_TOL" "$@") && return 0
+	printf '#   screen %s: %s\n' "$(basename "$ppm")" "$out" | head -n 5 >&2
+	return 1
+}
+
+screen_dark() { python3 -c "$SCREEN_PY" "$1" 0 dark "$2" "$3" "$4" "$5"; }
+
+screen_wait() {
+	local name=$1 limit=$2 t0 out n=0
+	shift 2
+	t0=$(now_ms)
+	while :; do
+		n=$((n + 1))
+		screen_shot "$name" || return 1
+		if out=$(python3 -c "$SCREEN_PY" "$SCREEN_LAST" "$SCREEN_TOL" "$@"); then
+			SCREEN_WAITED=$((($(now_ms) - t0) / 1000))
+			vm_note "screen $name: matched after ${SCREEN_WAITED} s ($n screenshots)"
+			return 0
+		fi
+		if [ $(($(now_ms) - t0)) -ge $((limit * 1000)) ]; then
+			vm_note "screen $name: no match within ${limit} s ($n screenshots, the last in $OUT/tests/$name.png): $out"
+			return 1
+		fi
+		sleep 2
+	done
+}
+
+# screen_keys COMBO...: each COMBO (qcodes joined by '-', e.g. ctrl-alt-f2, shift-semicolon, a) pressed and
+# released through QMP send-key, as on the guest's keyboard.
+screen_keys() {
+	local c k keys parts
+	vm_alive || { harness_error "screen_keys: qemu${VM_NAME:+ ($VM_NAME)} is not running"; return 255; }
+	for c in "$@"; do
+		keys=''
+		IFS=- read -ra parts <<<"$c"
+		for k in "${parts[@]}"; do keys+="${keys:+, }{\"type\": \"qcode\", \"data\": \"$k\"}"; done
+		vm_qmp "$SCREEN_SOCK" "{\"execute\": \"send-key\", \"arguments\": {\"keys\": [$keys], \"hold-time\": 60}}" \
+			>/dev/null || { harness_error "screen_keys: QMP send-key $c failed"; return 255; }
+		sleep 0.2
+	done
+}
+
+# screen_type TEXT: TEXT typed key by key (lower-case letters, digits, and / : . - _ space).
+screen_type() {
+	local t=$1 ch combos=()
+	while [ -n "$t" ]; do
+		ch=${t:0:1} t=${t:1}
+		case "$ch" in
+		[a-z0-9]) combos+=("$ch") ;;
+		/) combos+=(slash) ;;
+		:) combos+=(shift-semicolon) ;;
+		.) combos+=(dot) ;;
+		-) combos+=(minus) ;;
+		_) combos+=(shift-minus) ;;
+		' ') combos+=(spc) ;;
+		*) vm_note "screen_type: no key for '$ch'"; return 1 ;;
+		esac
+	done
+	screen_keys "${combos[@]}"
+}
