@@ -63,9 +63,8 @@ kiosk_packages() {
 	local -n kp=$1
 	{
 		# xwayland: cage 0.1.4 does not start without it (an X server for X clients; the browsers are Wayland clients)
-		# busybox: httpd for the waiting page and wget for the outage watch; swayidle: the idle reset (cage's idle
-		# protocol)
-		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\nswayidle\n'
+		# busybox: httpd for the waiting page and wget for the outage watch
+		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\n'
 		case "${kp[kiosk.browser]:-chromium}" in
 		chromium) printf 'chromium\n' ;;
 		firefox) printf 'firefox-esr\n' ;;
@@ -229,6 +228,8 @@ kiosk_hidden_cursor() {
 		nwse-resize bd_double_arrow zoom-in zoom-out dnd-none dnd-move dnd-copy dnd-link X_cursor; do
 		ln -s default "$t/cursors/$n"
 	done
+	# cage asks for the theme named "default" (its own cursor, over no client): the same one in XCURSOR_PATH
+	ln -s "$(basename "$t")" "$(dirname "$t")/default"
 }
 
 # kiosk_text_unit DIR NAME USER DATA COMMAND: the text-mode kiosk's service (COMMAND on tty1).
@@ -282,6 +283,11 @@ kiosk_browser_files() {
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"
 	} >"$d/etc/liveunion/kiosk.conf"
 	install -m 0755 "$TOP/rootfs/kiosk/kiosk" "$d/usr/lib/liveunion/kiosk/"
+	# the idle watch (reads /dev/input), static with musl and the kernel's headers like the init
+	musl-gcc -static -std=c11 -O2 -Wall -Wextra -Werror -isystem "$OUT/initramfs/uapi/include" \
+		-o "$d/usr/lib/liveunion/kiosk/kiosk-idle" "$TOP/rootfs/kiosk/kiosk-idle.c" ||
+		die "cannot compile rootfs/kiosk/kiosk-idle.c"
+	strip "$d/usr/lib/liveunion/kiosk/kiosk-idle"
 	install -D -m 0644 "$TOP/rootfs/kiosk/waiting.html" "$d/usr/share/liveunion/kiosk/www/waiting.html"
 	case "${kb[kiosk.browser]:-chromium}" in
 	chromium) install -D -m 0644 "$TOP/rootfs/kiosk/chromium-policy.json" "$d/etc/chromium/policies/managed/liveunion-kiosk.json" ;;
@@ -338,4 +344,20 @@ kiosk_browser_files() {
 	[Install]
 	WantedBy=multi-user.target
 	EOT
+	cat >"$d/etc/systemd/system/liveunion-kiosk-idle.service" <<-EOT
+	# Made by rootfs/kiosk.sh: the kiosk's idle reset (kiosk.idle=), as root to read the input devices.
+	[Unit]
+	Description=Kiosk idle reset (kiosk.idle=)
+	After=liveunion-kiosk.service
+	StartLimitIntervalSec=0
+
+	[Service]
+	ExecStart=/usr/lib/liveunion/kiosk/kiosk idle
+	Restart=on-failure
+	RestartSec=5
+
+	[Install]
+	WantedBy=multi-user.target
+	EOT
+	ln -s ../liveunion-kiosk-idle.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-idle.service"
 }

@@ -6,6 +6,7 @@
 #   kiosk_serve_start, kiosk_serve_stop   python3's http.server on 127.0.0.1:KIOSK_PORT serving lib/kiosk-page.html
 #   KIOSK_PAGE, KIOSK_WAITING  screen_is specs: the test page full screen; the kiosk's own waiting page
 #   KIOSK_FIELD                the text field's box (x0 y0 x1 y1) for screen_dark
+#   kiosk_only_page NAME       a screenshot showing nothing but the page's colours (no cursor)
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "${BASH_SOURCE[0]}")/profile.bash"
 # shellcheck source=tests/qemu/lib/screen.bash
@@ -46,6 +47,17 @@ kiosk_serve_stop() {
 	kill "$KIOSK_SERVE_PID" 2>/dev/null
 	wait "$KIOSK_SERVE_PID" 2>/dev/null
 	KIOSK_SERVE_PID=''
+}
+
+# kiosk_only_page NAME: a screenshot NAME in which every pixel is one of the test page's colours (no cursor, no
+# browser UI), within SCREEN_TOL
+kiosk_only_page() {
+	local n
+	screen_shot "$1" || return 1
+	n=$(screen_foreign "$SCREEN_LAST" ff00ff ff0000 00ff00 0000ff ffff00 ffffff) || return 1
+	[ "$n" -eq 0 ] && return 0
+	vm_note "screen $1: $n pixels are none of the page's colours"
+	return 1
 }
 
 # kiosk_field_empty PPM / kiosk_field_typed PPM: no dark pixel in the field / typed text there (dozens of them)

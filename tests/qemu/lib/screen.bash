@@ -8,6 +8,8 @@
 #   screen_wait NAME LIMIT SPEC...  takes screenshots until one matches (SCREEN_WAITED: the seconds it took);
 #                          fails after LIMIT seconds, naming the last mismatch
 #   screen_dark PPM X0 Y0 X1 Y1   prints how many pixels of the box are dark (all channels < 96): typed text
+#   screen_foreign PPM RRGGBB...  prints how many pixels are none of these colours (a cursor on a flat page)
+#   screen_mouse DX DY     the guest's mouse moved by DX, DY (QMP input-send-event, relative)
 # A dead VM is a harness error here as in vm_run: no screenshot of a dead VM can match anything.
 # shellcheck source=tests/qemu/lib/vm.bash
 . "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
@@ -56,6 +58,9 @@ tol = int(sys.argv[2])
 def at(x, y):
     o = 3 * (y * w + x); return tuple(px[o:o + 3])
 def near(c, want): return all(abs(a - b) <= tol for a, b in zip(c, want))
+if sys.argv[3] == "foreign":
+    cs = [tuple(int(c[k:k + 2], 16) for k in (0, 2, 4)) for c in sys.argv[4:]]
+    print(sum(1 for y in range(h) for x in range(w) if not any(near(at(x, y), c) for c in cs))); sys.exit(0)
 if sys.argv[3] == "dark":
     x0, y0, x1, y1 = map(int, sys.argv[4:8])
     print(sum(1 for y in range(y0, y1) for x in range(x0, x1) if max(at(x, y)) < 96)); sys.exit(0)
@@ -82,6 +87,13 @@ screen_is() {
 }
 
 screen_dark() { python3 -c "$SCREEN_PY" "$1" 0 dark "$2" "$3" "$4" "$5"; }
+# screen_foreign PPM RRGGBB...: prints how many pixels of the whole screen are none of these colours (within
+# SCREEN_TOL): a mouse cursor drawn over a page of flat colours, for one
+screen_foreign() {
+	local ppm=$1
+	shift
+	python3 -c "$SCREEN_PY" "$ppm" "$SCREEN_TOL" foreign "$@"
+}
 
 screen_wait() {
 	local name=$1 limit=$2 t0 out n=0
@@ -135,4 +147,12 @@ screen_type() {
 		esac
 	done
 	screen_keys "${combos[@]}"
+}
+
+screen_mouse() {
+	local ev='{"type": "rel", "data": {"axis": "%s", "value": %d}}'
+	vm_alive || { harness_error "screen_mouse: qemu${VM_NAME:+ ($VM_NAME)} is not running"; return 255; }
+	# shellcheck disable=SC2059 # the format is ev, twice
+	vm_qmp "$SCREEN_SOCK" "{\"execute\": \"input-send-event\", \"arguments\": {\"events\": [$(printf "$ev, $ev" x "$1" y "$2")]}}" \
+		>/dev/null || { harness_error "screen_mouse: QMP input-send-event failed"; return 255; }
 }

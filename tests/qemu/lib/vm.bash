@@ -19,6 +19,9 @@ VM_SMP=${VM_SMP:-1} # virtual CPUs (boot-cd-bios.sh runs 2: the tiny kernel is S
 # thread per CPU, a CPU spinning on a lock whose holder's thread the host has preempted can stall the guest for
 # minutes when another VM shares the 2 host CPUs.
 VM_TCG_THREAD=${VM_TCG_THREAD:-multi}
+# VM_TCG_TB_SIZE: qemu's translated-code cache in MiB (its default 1024). When it is full qemu drops all of it and
+# translates again: a guest that runs a browser's 200 MB of code fills 1024 MiB before the first page.
+VM_TCG_TB_SIZE=${VM_TCG_TB_SIZE:-}
 VM_TIMEOUT=${VM_TIMEOUT:-300}           # hard limit for one qemu process
 VM_WAIT_TIMEOUT=${VM_WAIT_TIMEOUT:-120} # default for vm_wait and vm_run
 VM_BOOT_TIMEOUT=${VM_BOOT_TIMEOUT:-240} # boot to login prompt (UEFI under TCG is slow)
@@ -123,9 +126,10 @@ vm_start() {
 	cat "$VM_DIR/con.out" >>"$VM_LOG" &
 	VM_CAT=$!
 	VM_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
-	printf '%s\n' "$VM_QEMU -accel tcg,thread=$VM_TCG_THREAD -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
+	local accel=tcg,thread=$VM_TCG_THREAD${VM_TCG_TB_SIZE:+,tb-size=$VM_TCG_TB_SIZE}
+	printf '%s\n' "$VM_QEMU -accel $accel -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
-	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel "tcg,thread=$VM_TCG_THREAD" -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
+	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel "$accel" -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
 		-display none -vga std -nic none -monitor none -parallel none \
 		-serial "pipe:$VM_DIR/con" "${media[@]}" "$@" </dev/null >"$VM_DIR/qemu.err" 2>&1 &
 	VM_PID=$!
