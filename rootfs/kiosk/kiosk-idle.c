@@ -165,7 +165,7 @@ int main(int argc, char **argv)
 		if (wait < 0)
 			wait = 0;
 		for (int i = 0; i < ndevices; i++)
-			p[i] = (struct pollfd){ .fd = devices[i].fd, .events = POLLIN };
+			p[i] = (struct pollfd){.fd = devices[i].fd, .events = POLLIN};
 		n = poll(p, (nfds_t)ndevices, (int)wait);
 		if (n < 0 && errno != EINTR) {
 			perror("kiosk-idle: poll");

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
 # The C style of .clang-format (clang-format 14) holds for the C of the tree (tests/conformance/ aside): the init
-# (initramfs/init), the `liveunion` command and its library (liveunion/), the host tools (iso/, tests/powerloss/), the
-# unit tests, the fuzz targets and the benchmarks' C: each file is exactly what clang-format writes, else it is named
-# with the lines that differ. Both sides: a copy of a file with its indentation broken must be refused by the same check.
+# (initramfs/init), the `liveunion` command and its library (liveunion/), the host tools (iso/, tests/powerloss/),
+# the kiosk's idle watch (rootfs/kiosk/), the unit tests, the fuzz targets and the benchmarks' C: each file is
+# exactly what clang-format writes, else it is named with the lines that differ. Both sides: a copy of a file with
+# its indentation broken must be refused by the same check.
 set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -20,7 +21,7 @@ formatted() { # formatted FILE: 0 when clang-format leaves it as it is (the styl
 cd "$TOP"
 n=0
 for f in initramfs/init/*.[ch] liveunion/lib/*.[ch] liveunion/cmd/*.[ch] liveunion/include/liveunion/*.h \
-	iso/*.c tests/powerloss/*.c tests/unit/*.[ch] tests/fuzz/*.c bench/*.c; do
+	iso/*.c rootfs/kiosk/*.c tests/powerloss/*.c tests/unit/*.[ch] tests/fuzz/*.c bench/*.c; do
 	if formatted "$f"; then
 		n=$((n + 1))
 	else

@@ -7,6 +7,8 @@
 #   KIOSK_PAGE, KIOSK_WAITING  screen_is specs: the test page full screen; the kiosk's own waiting page
 #   KIOSK_FIELD                the text field's box (x0 y0 x1 y1) for screen_dark
 #   kiosk_only_page NAME       a screenshot showing nothing but the page's colours (no cursor)
+#   kiosk_audio_args WAV, kiosk_audio_peak WAV, kiosk_audio_loud WAV LIMIT   the VM's sound card recorded to WAV;
+#                              its loudest sample; a tone in it within LIMIT seconds
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "${BASH_SOURCE[0]}")/profile.bash"
 # shellcheck source=tests/qemu/lib/screen.bash
@@ -57,6 +59,25 @@ kiosk_only_page() {
 	n=$(screen_foreign "$SCREEN_LAST" ff00ff ff0000 00ff00 0000ff ffff00 ffffff) || return 1
 	[ "$n" -eq 0 ] && return 0
 	vm_note "screen $1: $n pixels are none of the page's colours"
+	return 1
+}
+
+# kiosk_audio_args WAV: qemu arguments for an HDA sound card whose output qemu writes to WAV (16-bit PCM)
+kiosk_audio_args() { printf '%s\n' -audiodev "wav,id=snd0,path=$1" -device intel-hda -device hda-output,audiodev=snd0; }
+# kiosk_audio_peak WAV: prints the loudest sample's level (0 to 32768) of what the guest has played so far
+kiosk_audio_peak() {
+	python3 -c 'import sys, array
+d = open(sys.argv[1], "rb").read()[44:]
+a = array.array("h", d[:len(d) // 2 * 2])
+print(max((abs(x) for x in a), default=0))' "$1"
+}
+# kiosk_audio_loud WAV LIMIT: within LIMIT seconds a sample of WAV reaches a tenth of full scale (a tone played)
+kiosk_audio_loud() {
+	local i
+	for i in $(seq "$2"); do
+		[ "$(kiosk_audio_peak "$1")" -ge 3277 ] && return 0
+		sleep 1
+	done
 	return 1
 }
 
