@@ -63,8 +63,9 @@ kiosk_packages() {
 	local -n kp=$1
 	{
 		# xwayland: cage 0.1.4 does not start without it (an X server for X clients; the browsers are Wayland clients)
-		# busybox: httpd for the waiting page and wget for the outage watch
-		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\n'
+		# busybox: httpd for the waiting page and wget for the outage watch; alsa-utils: its udev rule runs
+		# alsactl, which unmutes a sound card and sets its volume (the kernel starts HDA outputs muted)
+		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\nalsa-utils\n'
 		case "${kp[kiosk.browser]:-chromium}" in
 		chromium) printf 'chromium\n' ;;
 		firefox) printf 'firefox-esr\n' ;;

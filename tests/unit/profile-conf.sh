@@ -84,8 +84,8 @@ expect kiosk-bad-zoom 'kiosk.zoom=big: use a number' 'declare -A c=([kiosk.url]=
 expect kiosk-bad-cursor 'kiosk.cursor=maybe: use yes or no' 'declare -A c=([kiosk.url]=http://x/ [kiosk.cursor]=maybe); kiosk_check c t' fail
 expect kiosk-bad-url 'kiosk.url=file:///etc/passwd: use an http:// or https:// address' 'declare -A c=([kiosk.url]=file:///etc/passwd); kiosk_check c t' fail
 expect kiosk-idle-seconds '^300 45 7200$' 'for v in 5min 45s 2h; do "$TOP/rootfs/kiosk/kiosk" seconds $v; done | paste -sd" " -'
-expect kiosk-chromium-packages '^busybox,cage,chromium,fonts-dejavu-core,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
-expect kiosk-firefox-packages '^busybox,cage,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
+expect kiosk-chromium-packages '^alsa-utils,busybox,cage,chromium,fonts-dejavu-core,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
+expect kiosk-firefox-packages '^alsa-utils,busybox,cage,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
 # The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)
