@@ -27,11 +27,13 @@ profile_iso() {
 }
 
 # profile_login: log in as the live user on the serial console, then a root shell (dash: no line editing,
-# so vm_quiet's stty -echo holds) through sudo.
+# so vm_quiet's stty -echo holds) through sudo. PROFILE_POKE=1: the login prompt may already be on the console
+# (the caller waited for something else first): an empty line makes getty print it again.
 profile_login() {
 	local start
 	vm_mark
 	start=$VM_MARK # the banner: /etc/issue before the prompt, the motd after it
+	[ -z "${PROFILE_POKE:-}" ] || vm_send ''
 	vm_wait 'login: *$' "$VM_BOOT_TIMEOUT" || return 1
 	vm_send "$PROFILE_USER"
 	vm_wait '[Pp]assword:|\$ *$' "$PROFILE_LOGIN_WAIT" || return 1
