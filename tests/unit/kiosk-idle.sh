@@ -35,11 +35,20 @@ ev() {
 }
 EV_SYN=0 EV_KEY=1 EV_REL=2 KEY_A=30 REL_X=0
 
-# start NAME SECONDS: kiosk-idle in the background on $dev, its messages in $work/NAME.log, its PID in PID
+# start NAME SECONDS: kiosk-idle in the background on $dev, its messages in $work/NAME.log, its PID in PID; returns
+# once it has opened every device there (an ASan build starts slowly on a busy host)
 start() {
-	"$bin" "$2" "$dev" 2>"$work/$1.log" &
+	local i n
+	# not holding this shell's ends of the pipes (a writer that never goes away)
+	"$bin" "$2" "$dev" 2>"$work/$1.log" 3>&- 4>&- 5>&- 6>&- &
 	PID=$!
 	pids+=("$PID")
+	n=$(find "$dev" -name 'event*' | wc -l)
+	for i in $(seq 100); do
+		[ "$(grep -c '^kiosk-idle: watching ' "$work/$1.log")" -ge "$n" ] && return 0
+		sleep 0.1
+	done
+	echo "#   kiosk-idle $1: not watching all $n devices after 10 s: $(cat "$work/$1.log")" >&2
 }
 # running_after SECONDS: kiosk-idle still waits that long after now
 running_after() { sleep "$1"; kill -0 "$PID" 2>/dev/null; }
@@ -108,8 +117,10 @@ check quiet-after-moves-resets ends_within 15
 
 # A keyboard plugged in after the start: its input counts; a device that goes away is dropped, nothing else.
 start hotplug 1
-sleep 0.3
-exec 4>&-
+# a pipe reports a hang-up to a reader only if a writer came after that reader opened it: one more writer, then
+# every writer gone, as a device's node reports ENODEV once unplugged
+exec 6>"$dev/event1"
+exec 4>&- 6>&-
 rm -f "$dev/event1"
 mkfifo "$dev/event7"
 exec 5<>"$dev/event7"
