@@ -63,22 +63,14 @@ ends_within() {
 	wait "$PID" && rc=0 || rc=$?
 	[ "$rc" -eq 0 ] || { echo "kiosk-idle ended with status $rc" >&2; return 1; }
 }
-# fails_named TEXT ARGS...: kiosk-idle ARGS exits 1 at once, naming what it could not read
-fails_named() {
-	local text=$1 out rc
-	shift
+# exits STATUS TEXT ARGS...: kiosk-idle ARGS exits with STATUS at once (2: a wrong argument, 1: DIR unreadable),
+# its message has TEXT
+exits() {
+	local status=$1 text=$2 out rc
+	shift 2
 	out=$(timeout 10 "$bin" "$@" 2>&1) && rc=0 || rc=$?
-	[ "$rc" -eq 1 ] && grep -qF -- "$text" <<<"$out" && return 0
-	printf '#   kiosk-idle %s: exit %s: %s\n' "$*" "$rc" "$out" >&2
-	return 1
-}
-# refused TEXT ARGS...: kiosk-idle ARGS exits 2 at once, its message has TEXT
-refused() {
-	local text=$1 out rc
-	shift
-	out=$(timeout 10 "$bin" "$@" 2>&1) && rc=0 || rc=$?
-	[ "$rc" -eq 2 ] && grep -qF -- "$text" <<<"$out" && return 0
-	printf '#   kiosk-idle %s: exit %s: %s\n' "$*" "$rc" "$out" >&2
+	[ "$rc" -eq "$status" ] && grep -qF -- "$text" <<<"$out" && return 0
+	printf '#   kiosk-idle %s: exit %s (wanted %s): %s\n' "$*" "$rc" "$status" "$out" >&2
 	return 1
 }
 stop() { kill "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; }
@@ -133,8 +125,8 @@ exec 5>&- 3>&-
 
 # Wrong arguments: named, status 2.
 for a in 0 -5 5x '' 999999999; do
-	check "argument-'$a'-refused-and-named" refused "got $a)" "$a" "$dev"
+	check "argument-'$a'-refused-and-named" exits 2 "got $a)" "$a" "$dev"
 done
-check no-argument-refused refused 'got nothing'
-check missing-dir-named fails_named "cannot read $work/none" 5 "$work/none"
+check no-argument-refused exits 2 'got nothing'
+check missing-dir-named exits 1 "cannot read $work/none" 5 "$work/none"
 finish
