@@ -87,6 +87,37 @@ static void layer_init(struct layer *l, const char *stem)
 	l->loop = l->hash_loop = l->dm_minor = -1;
 }
 
+/* live.verify= names the verified set: each layer it has a root hash for must be stacked, unless live.layers= (on
+ * the same signed command line) leaves it out. Attaching hashes only to the layers found would let whoever can
+ * write the medium drop one (a lock-down layer, a policy) and still boot "verified". Saved layers from the store
+ * never stand in for one: they are outside the verified set and come later. */
+static int verified_set_complete(const struct plan *p, const struct boot *b, int count, char stems[][64], int nstems,
+				 char *err, size_t elen)
+{
+	char found[300];
+	int i, j;
+
+	for (i = 0; i < p->nverify; i++) {
+		const char *name = p->verify[i].name;
+		bool there = false;
+
+		if (filtered_out(p, name))
+			continue;
+		for (j = 0; j < count && !there; j++)
+			there = strcmp(b->layer[j].name, name) == 0;
+		if (there)
+			continue;
+		found[0] = '\0';
+		for (j = 0; j < nstems; j++)
+			text_list_add(found, sizeof(found), stems[j], strlen(stems[j]));
+		return text_err(err, elen,
+				"live.verify= has a root hash for layer %s, which is not on the medium as live/%s.squashfs "
+				"(found: %s); a verified boot needs every layer it names, or live.layers= leaving it out",
+				name, name, found[0] ? found : "no layer");
+	}
+	return 0;
+}
+
 int layers_choose(const struct plan *p, struct boot *b, const char *const files[], int n, char *err, size_t elen)
 {
 	static char stems[MAX_STEMS][64];
@@ -122,6 +153,8 @@ int layers_choose(const struct plan *p, struct boot *b, const char *const files[
 		if (plan_root_hash(p, l->name, l->root_hash, sizeof(l->root_hash), l->no_hash, sizeof(l->no_hash)) != 0)
 			l->root_hash[0] = '\0';
 	}
+	if (p->verify_mode == VERIFY_ON && verified_set_complete(p, b, count, stems, nstems, err, elen) != 0)
+		return -1;
 	/* Every layer the user named, to keep or to leave out, must exist: a typo would silently boot
 	 * a different system. What the medium lacks may be saved in the store, which is looked at later. */
 	for (i = 0; i < p->npicks; i++)

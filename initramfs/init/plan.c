@@ -128,8 +128,8 @@ static void plan_layers(const char *list, struct plan *p)
 	}
 }
 
-/* live.verify=: NAME:HEX entries, kept as written; plan_root_hash judges the one a layer needs, so an entry for a
- * layer that is not booted stops nothing. Off or empty: no entries. */
+/* live.verify=: NAME:HEX entries, kept as written; plan_root_hash judges the one a layer needs, and the layers step
+ * requires every named layer that live.layers= keeps (layers.c). Off or empty: no entries. */
 static void plan_verify(const char *spec, struct plan *p)
 {
 	const char *s = spec, *e, *colon;
@@ -336,6 +336,17 @@ size_t plan_print(const struct plan *p, const struct boot *b, char *buf, size_t 
 	for (i = 0; i < p->nverify; i++)
 		put(&o, "verify.root_hash.%s=%s\n", p->verify[i].name, p->verify[i].hash);
 	put(&o, "verify.result=%s\ncheck.result=%s\n", b->verify_result, b->check_result);
+	/* What dm-verity vouches for, and what the system also reads that it does not: the store's saved layers and
+	 * the writable upper are changed by the running system, so no root hash can cover them (docs/boot.md). */
+	put(&o, "verify.covers=");
+	for (i = 0, n = 0; i < b->nlayers && p->verify_mode == VERIFY_ON; i++)
+		if (b->layer[i].root_hash[0] && !b->layer[i].saved)
+			put(&o, "%s%s", n++ ? "," : "", b->layer[i].name);
+	put(&o, "\nverify.outside=");
+	for (i = 0, n = 0; i < b->nlayers; i++)
+		if (p->verify_mode != VERIFY_ON || b->layer[i].saved)
+			put(&o, "%s%s%s", n++ ? "," : "", b->layer[i].saved ? "saved:" : "", b->layer[i].name);
+	put(&o, "%supper:%s\n", n ? "," : "", b->upper_kind[0] ? b->upper_kind : "none");
 	for (i = 0; i < b->nlayers; i++) {
 		const struct layer *l = &b->layer[i];
 

@@ -384,6 +384,42 @@ static void test_verify(void)
 	snprintf(spec, sizeof(spec), "\nverify.mode=on\nverify.root_hash.10-base=%s\nverify.root_hash.20-x=%.32s\n", h1,
 		 h1);
 	CHECK(strstr(buf, spec) != NULL, "the plan's hashes printed: %s", buf);
+	CHECK(strstr(buf, "\nverify.covers=10-base,20-x\nverify.outside=upper:") != NULL,
+	      "the plan says what dm-verity covers (30-y, without a hash, is not): %s", buf);
+
+	/* The verified set: a layer live.verify= names must be on the medium, unless live.layers= leaves it out. A
+	 * medium with 20-x deleted (its .squashfs and .verity) is the attack; live.layers=-x on the signed line is not. */
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s", h1, h1);
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == -1 &&
+		      strstr(err, "root hash for layer 20-x, which is not on the medium") && strstr(err, "found: 10-base"),
+	      "a named layer missing stops the boot, naming it and what was found: %s", err);
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "both there: %s", err);
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=-x", h1, h1);
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "left out by live.layers=: not required: %s", err);
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=base", h1, h1);
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "an include list without it: not required: %s",
+	      err);
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s", h1, h1);
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files + 1, 2, err, sizeof(err)) == -1 && strstr(err, "layer 10-base, which") &&
+		      strstr(err, "found: 20-x,30-y"),
+	      "the base layer missing: %s", err);
+	{ /* a saved layer of that name in the store never stands in for a verified one */
+		const char *saved[] = {"20-x.squashfs"};
+		char note[200];
+
+		CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == -1, "missing before the store: %s", err);
+		make("", &p);
+		CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1 &&
+			      layers_add_saved(&p, &b, saved, 1, "/s", note, sizeof(note)) == 1,
+		      "unverified: a saved 20-x is stacked: %s", note);
+		plan_print(&p, &b, buf, sizeof(buf));
+		CHECK(strstr(buf, "\nverify.covers=\nverify.outside=10-base,saved:20-x,upper:") != NULL,
+		      "unverified: nothing covered, the saved layer named: %s", buf);
+	}
 
 	make("live.verify=10-base:xyz0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc1", &p);
 	CHECK(plan_root_hash(&p, "10-base", hash, sizeof(hash), err, sizeof(err)) == -1 &&
