@@ -2,6 +2,8 @@
 # summary: network boot in a private lab (two network namespaces): ./build.sh netboot and serve (dnsmasq proxyDHCP beside the site's DHCP server, nginx, nbd-server); a BIOS client (iPXE ROM) and a UEFI client (OVMF's own PXE -> TFTP snponly.efi -> iPXE) boot to login over HTTP with every layer verified, addresses from the site's DHCP; a 256 MiB client boots over NBD and gets named I/O errors, no hang, when the server goes; a flipped byte on the server stops the boot naming the layer; HTTP stopped mid-download and back 10 s later: the client finishes; stopped for good: a clear message within live.timeout; a static ip= with a dead first URL boots from the second; a MANIFEST bigger than the RAM is refused before any download
 # shellcheck source=tests/qemu/lib/lab.bash
 . "$(dirname "$0")/lib/lab.bash"
+# shellcheck source=tests/qemu/lib/media.bash
+. "$(dirname "$0")/lib/media.bash"
 needs_root "network namespaces, bridges and taps for the lab"
 
 W=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-netboot.XXXXXX")
@@ -125,6 +127,59 @@ check bad-layer-stops-boot vm_wait 'rescue shell \(step layers failed' 120
 check bad-layer-named log_has 'live\.check: layer 10-base FAILED|layer 10-base.*(I/O error|Input/output error)'
 check bad-layer-never-booted log_lacks 'switching to '
 vm_stop
+
+# The server (or anyone between it and the client) as the attacker: a tree changed after the build, served, booted
+# with the build's command line. attack NAME STEP EXPECTED [KEYS]: the change is the function tamper_NAME (run
+# on the tree's live/ directory); the boot must stop in STEP with EXPECTED (an ERE) on the console, never switch.
+attack() {
+	local name=$1 step=$2 want=$3 keys=${4:-} tree=$W/attack-$1
+	rm -rf "$tree" && cp -a "$NB" "$tree" || return 1
+	(cd "$tree/images/$ID/live" && "tamper_$name") || { echo "tamper_$name failed"; return 1; }
+	require "serve-$name" lab_serve "$tree" --services http
+	require "$name-client-starts" vm_start "netboot-$name" none "" --cmdline "$line $keys" "${LAB_NIC[@]}"
+	check "$name-stops-in-$step" vm_wait "rescue shell \\(step $step failed" 150
+	check "$name-named" log_has "$want"
+	check "$name-never-booted" log_lacks 'switching to '
+	vm_stop
+	rm -rf "$tree"
+}
+# shellcheck disable=SC2317 # tamper_* run through attack
+{
+# a flipped byte in the hash tree (past its superblock): the layer's blocks no longer match the root hash
+tamper_verity() { python3 -c 'import sys; f = open("10-base.verity", "r+b"); f.seek(8192); b = f.read(1); f.seek(8192); f.write(bytes([b[0] ^ 1]))'; }
+# the layer cut short by 64 KiB, the MANIFEST left as it was: the client waits for bytes that never come
+tamper_truncated() { truncate -s -65536 10-base.squashfs; }
+# an extra layer in the MANIFEST (and on the server) that the command line has no root hash for
+tamper_extra() { cp 10-base.squashfs 20-extra.squashfs && echo "$(stat -c %s 20-extra.squashfs) 20-extra.squashfs" >>MANIFEST; }
+# the verified layer omitted from the MANIFEST (its hash tree still listed)
+tamper_omitted() { grep -v ' 10-base\.squashfs$' MANIFEST >M && mv M MANIFEST; }
+# the layer grown by 1 MiB of zeros and its MANIFEST size with it: the hash tree covers less than the layer
+tamper_resized() {
+	truncate -s +1048576 10-base.squashfs &&
+		sed -i "s/^[0-9]* 10-base\.squashfs\$/$(stat -c %s 10-base.squashfs) 10-base.squashfs/" MANIFEST
+}
+}
+attack verity layers 'layer 10-base.*(does not match its root hash|I/O error|Input/output error)'
+attack truncated medium 'live\.fetch: download live/10-base\.squashfs: no progress for 8 s' live.timeout=8
+attack extra layers 'layer 20-extra .*live\.verify= has no root hash for layer 20-extra'
+attack omitted layers 'live\.verify= has a root hash for layer 10-base, which is not on the medium'
+attack resized layers 'layer 10-base: the hash tree .* covers [0-9]+ bytes, the layer has [0-9]+'
+
+# NBD: one changed block of 10-base in the served ISO. Read through dm-verity (live.check reads every block) it is an
+# I/O error naming the layer, never other data.
+NBAD=$W/nbd-bad
+rm -rf "$NBAD" && cp -a "$NB" "$NBAD"
+read -r off size < <(iso_file_offset "$NBAD/images/$ID/liveunion.iso" /live/10-base.squashfs)
+require nbd-layer-located test -n "${off:-}"
+require nbd-block-changed flip_byte "$NBAD/images/$ID/liveunion.iso" $((off + size / 2))
+require serve-nbd-bad lab_serve "$NBAD" --services nbd
+VM_MEM=256 require nbd-bad-client-starts vm_start netboot-nbd-bad none "" \
+	--cmdline "$(cat "$IMG/cmdline") live.nbd=$LAB_ADDR:10809/liveunion-$ID live.check" "${LAB_NIC[@]}"
+check nbd-bad-stops-in-layers vm_wait 'rescue shell \(step layers failed' 150
+check nbd-bad-named log_has 'layer 10-base .*does not match its root hash from live\.verify=.*I/O error'
+check nbd-bad-never-booted log_lacks 'switching to '
+vm_stop
+rm -rf "$NBAD"
 
 # HTTP stopped while the client downloads, back 10 s later: the client resumes and boots
 require serve-slow-http lab_serve "$NB" --services http --rate 300k

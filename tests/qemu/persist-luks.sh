@@ -33,7 +33,7 @@ check modify modify_four "$tag"
 marker="liveunion-secret-marker-$tag"
 check marker-written vm_run "echo $marker >/home/marker && head -c 65536 /dev/zero | tr '\\0' x >>/home/marker && sync"
 vm_mark
-require reboot vm_send reboot
+require reboot vm_reboot_begin
 require asked-again unlock '/dev/sd[a-z]3 ' "$pass"
 require login-again vm_login
 check four-changes-kept four_kept "$tag"

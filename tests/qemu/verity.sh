@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: dm-verity: one flipped byte in a layer of a copy of the ISO stops the boot naming the layer (live.verify from the menu; live.check for a block the mount never reads); a tampered block read later is an I/O error; live.verify=off boots with a warning and reads the altered data
+# summary: dm-verity: a copy of the ISO with a verified layer deleted stops the boot naming it; one flipped byte in a layer of a copy of the ISO stops the boot naming the layer (live.verify from the menu; live.check for a block the mount never reads); a tampered block read later is an I/O error; live.verify=off boots with a warning and reads the altered data
 # shellcheck source=tests/qemu/lib/iso.bash
 . "$(dirname "$0")/lib/iso.bash"
 
@@ -13,7 +13,8 @@ said_failed() {
 iso=$OUT/tests/verity.iso
 head_bad=$OUT/tests/verity-damaged-head.iso
 mid_bad=$OUT/tests/verity-damaged-middle.iso
-at_exit "rm -f '$head_bad' '$mid_bad'"
+no_layer=$OUT/tests/verity-no-20-data.iso
+at_exit "rm -f '$head_bad' '$mid_bad' '$no_layer'"
 
 # 20-data: one 2 MiB incompressible file, so a byte offset in the layer is a byte of /data/blob.
 mkdir -p "$MDIR/20-data/data"
@@ -87,5 +88,25 @@ require login-clean vm_login
 check clean-both-passed log_has '^liveunion: live\.check: layer 20-data passed: [0-9]+ bytes read through dm-verity'
 check clean-plan-check-result vm_fact 'grep "^check.result=" /run/live/plan' 'check.result=passed: 2 layer(s) read in full'
 check clean-blob-intact vm_fact 'sha256sum /data/blob | cut -d" " -f1' "$blob_sum"
+check clean-plan-covers vm_fact 'grep "^verify.covers=" /run/live/plan' 'verify.covers=10-base,20-data'
+check clean-plan-outside vm_fact 'grep "^verify.outside=" /run/live/plan' 'verify.outside=upper:tmpfs'
+vm_stop
+
+# 6. The attack on the verified set: 20-data.squashfs and 20-data.verity deleted from a copy, the menus (both root
+# hashes) and the medium's UUID kept. The boot stops naming the missing layer and what it found; with live.layers=
+# leaving it out (the same command line a UKI signs) it boots.
+require layer-deleted iso_without "$iso" "$no_layer" /live/20-data.squashfs /live/20-data.verity
+check copy-lacks-the-layer fails iso_file_offset "$no_layer" /live/20-data.squashfs
+check copy-keeps-both-hashes test "$(iso_menu_lines "$no_layer" | grep -c '20-data:[0-9a-f]\{64\}')" = 6
+require qemu-starts-missing vm_start verity-missing cd-bios "$no_layer" --keys "loglevel=4"
+require rescue-prompt-missing vm_wait '\(liveunion rescue\)' "$VM_BOOT_TIMEOUT"
+check missing-named log_has '^liveunion: choose layers in .*: live\.verify= has a root hash for layer 20-data, which is not on the medium as live/20-data\.squashfs \(found: 10-base\)'
+check missing-step-layers-failed log_has '^liveunion: step layers failed'
+check missing-no-login log_lacks 'login: *$'
+vm_stop
+require qemu-starts-left-out vm_start verity-left-out cd-bios "$no_layer" --keys "loglevel=4 live.layers=-data"
+require login-left-out vm_login
+check left-out-plan-covers vm_fact 'grep "^verify.covers=" /run/live/plan' 'verify.covers=10-base'
+check left-out-no-data vm_none 'ls /' '^data$'
 vm_stop
 finish

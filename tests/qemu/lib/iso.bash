@@ -3,25 +3,23 @@
 # bench/toram (build host): test ISOs with extra layers, where a file lies in an ISO, damaging a copy in place.
 # shellcheck source=tests/qemu/lib/vm.bash
 . "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
+# shellcheck source=tests/qemu/lib/media.bash
+. "$(dirname "${BASH_SOURCE[0]}")/media.bash"
 MDIR=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-medium.XXXXXX")
 at_exit "rm -rf '$MDIR'"
 
-# iso_file_offset ISO PATH: "OFFSET SIZE", the byte offset of PATH's data in ISO and its size.
-iso_file_offset() {
-	local lba size
-	read -r lba size < <(xorriso -indev "$1" -find "$2" -exec report_lba 2>/dev/null |
-		awk -F' *, *' '/^File data lba:/ { print $2, $4 }')
-	[ -n "${lba:-}" ] && [ -n "${size:-}" ] || return 1
-	echo "$((lba * 2048)) $size"
-}
-
-# flip_byte FILE OFFSET: invert the bits of one byte in place.
-flip_byte() {
-	local b
-	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ') || return 1
-	[ -n "$b" ] || return 1
-	# shellcheck disable=SC2059 # the format is the byte, built on purpose
-	printf "$(printf '\\%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+# iso_without ISO COPY PATH...: COPY = ISO with the files PATH... deleted, as anyone who can write a stick could:
+# the boot records, both menus and the volume's UUID (the medium's identity on the command line) kept.
+iso_without() {
+	local in=$1 out=$2 uuid p rm=()
+	shift 2
+	uuid=$(blkid -p -o value -s UUID "$in" | tr -d -) || return 1
+	[ -n "$uuid" ] || return 1
+	for p in "$@"; do rm+=(-rm "$p" --); done
+	rm -f "$out"
+	xorriso -indev "$in" -outdev "$out" -boot_image any replay -volume_date uuid "$uuid" "${rm[@]}" \
+		-commit >/dev/null 2>&1 || return 1
+	[ "$(blkid -p -o value -s UUID "$out")" = "$(blkid -p -o value -s UUID "$in")" ]
 }
 
 # iso_menu_lines ISO: every kernel line of both menus (isolinux APPEND, GRUB linux).

@@ -49,9 +49,7 @@ profile_login() {
 
 # profile_reboot: reboot in the same qemu process and log in again.
 profile_reboot() {
-	vm_mark
-	vm_send 'systemctl reboot' || return 1
-	profile_login
+	vm_reboot_begin 'systemctl reboot' && profile_login
 }
 
 # profile_poweroff [TIMEOUT]: systemctl poweroff in the live system, until the kernel says it powers down (within

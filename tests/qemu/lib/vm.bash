@@ -35,7 +35,7 @@ VM_SB=${VM_SB:-}
 OVMF_SB_CODE=${OVMF_SB_CODE:-/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}
 VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
 
-VM_NAME='' VM_LOG='' VM_DIR='' VM_PID='' VM_CAT='' VM_IN='' VM_MARK=0 VM_OUT='' VM_MATCH='' VM_BANNER='' VM_SEQ=0
+VM_NAME='' VM_LOG='' VM_DIR='' VM_PID='' VM_CAT='' VM_IN='' VM_MARK=0 VM_BOOT_MARK=0 VM_OUT='' VM_MATCH='' VM_BANNER='' VM_SEQ=0
 # VM_T0 (qemu start) and VM_T_MATCH (last vm_wait match), in ms, are read by bench/boot.
 VM_T0=0 VM_T_MATCH=0
 VM_WORK=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-vmlib.XXXXXX") # what the launcher extracts from ISOs
@@ -125,7 +125,7 @@ vm_start() {
 	# cat copies each read() straight to the log; tr or sed would buffer and hide the newest output.
 	cat "$VM_DIR/con.out" >>"$VM_LOG" &
 	VM_CAT=$!
-	VM_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
+	VM_MARK=0 VM_BOOT_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
 	local accel=tcg,thread=$VM_TCG_THREAD${VM_TCG_TB_SIZE:+,tb-size=$VM_TCG_TB_SIZE}
 	printf '%s\n' "$VM_QEMU -accel $accel -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
@@ -260,11 +260,22 @@ vm_cut_output() {
 	printf '%s' "${all%$'\n'}"
 }
 
+# What log_has and log_lacks read: this boot's console, from vm_start, or after a reboot in the same qemu from the
+# kernel's last words of the boot before ('reboot: Restarting system'), so a check after a reboot can be satisfied
+# only by what the new boot printed. vm_boot_log: that part of the log, without carriage returns.
+vm_boot_log() { tail -c +$((VM_BOOT_MARK + 1)) "$VM_LOG" 2>/dev/null | tr -d '\r'; }
+# vm_reboot_begin [COMMAND]: type reboot (or COMMAND) and wait for the old kernel to restart the machine; the boot
+# mark is then there.
+vm_reboot_begin() {
+	vm_mark
+	vm_send "${1:-reboot}" || return 1
+	vm_wait 'reboot: Restarting system' 180 || return 1
+	VM_BOOT_MARK=$VM_MARK
+}
+
 # vm_reboot: reboot the guest in the same qemu process and log in again on the next boot.
 vm_reboot() {
-	vm_mark
-	vm_send reboot || return 1
-	vm_login
+	vm_reboot_begin reboot && vm_login
 }
 
 # vm_poweroff: poweroff in the guest, wait until the kernel says it is done, then stop qemu.
@@ -332,16 +343,18 @@ out_is() { [ "$VM_OUT" = "$1" ]; }
 out_has() { grep -Eq -- "$1" <<<"$VM_OUT"; }
 # Not grep -q: it stops at the first match, tr then dies of SIGPIPE and pipefail turns a match into a failure
 # (seen with a match early in a long systemd log).
-log_has() { tr -d '\r' <"$VM_LOG" | grep -E -- "$1" >/dev/null; }
+# log_has ERE: a line of this boot's console (since vm_start, or since the last vm_reboot/vm_boot_mark) matches.
+log_has() { vm_boot_log | grep -E -- "$1" >/dev/null; }
 banner_has() { grep -Fq -- "$1" <<<"$VM_BANNER"; }
 out_has_all() { # every WORD is a whole line of the output
 	local w
 	for w in "$@"; do grep -qx -- "$w" <<<"$VM_OUT" || return 1; done
 }
-# log_lacks ERE: the console log is there and no line of it matches ERE (a missing log is no absence).
+# log_lacks ERE: this boot's console (as log_has) is there and no line of it matches ERE (a missing log is no
+# absence).
 log_lacks() {
 	[ -s "$VM_LOG" ] || { vm_note "log_lacks: no console log $VM_LOG"; return 1; }
-	no_line "$1" <(tr -d '\r' <"$VM_LOG")
+	no_line "$1" <(vm_boot_log)
 }
 # vm_fact CMD WANT: one fact about the guest in one check: CMD succeeds there and prints exactly WANT.
 vm_fact() {
