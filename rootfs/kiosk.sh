@@ -284,11 +284,14 @@ kiosk_browser_files() {
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"
 	} >"$d/etc/liveunion/kiosk.conf"
 	install -m 0755 "$TOP/rootfs/kiosk/kiosk" "$d/usr/lib/liveunion/kiosk/"
-	# the idle watch (reads /dev/input), static with musl and the kernel's headers like the init
-	musl-gcc -static -std=c11 -O2 -Wall -Wextra -Werror -isystem "$OUT/initramfs/uapi/include" \
-		-o "$d/usr/lib/liveunion/kiosk/kiosk-idle" "$TOP/rootfs/kiosk/kiosk-idle.c" ||
-		die "cannot compile rootfs/kiosk/kiosk-idle.c"
-	strip "$d/usr/lib/liveunion/kiosk/kiosk-idle"
+	# the idle watch (reads /dev/input) and the input filter (grabs /dev/input, passes the keys of typing on through
+	# /dev/uinput), static with musl and the kernel's headers like the init
+	for k in kiosk-idle kiosk-keys; do
+		musl-gcc -static -std=c11 -O2 -Wall -Wextra -Werror -isystem "$OUT/initramfs/uapi/include" \
+			-o "$d/usr/lib/liveunion/kiosk/$k" "$TOP/rootfs/kiosk/$k.c" ||
+			die "cannot compile rootfs/kiosk/$k.c"
+		strip "$d/usr/lib/liveunion/kiosk/$k"
+	done
 	install -D -m 0644 "$TOP/rootfs/kiosk/waiting.html" "$d/usr/share/liveunion/kiosk/www/waiting.html"
 	case "${kb[kiosk.browser]:-chromium}" in
 	chromium) install -D -m 0644 "$TOP/rootfs/kiosk/chromium-policy.json" "$d/etc/chromium/policies/managed/liveunion-kiosk.json" ;;

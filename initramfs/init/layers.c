@@ -110,10 +110,11 @@ static int verified_set_complete(const struct plan *p, const struct boot *b, int
 		found[0] = '\0';
 		for (j = 0; j < nstems; j++)
 			text_list_add(found, sizeof(found), stems[j], strlen(stems[j]));
-		return text_err(err, elen,
-				"live.verify= has a root hash for layer %s, which is not on the medium as live/%s.squashfs "
-				"(found: %s); a verified boot needs every layer it names, or live.layers= leaving it out",
-				name, name, found[0] ? found : "no layer");
+		return text_err(
+			err, elen,
+			"live.verify= has a root hash for layer %s, which is not on the medium as live/%s.squashfs "
+			"(found: %s); a verified boot needs every layer it names, or live.layers= leaving it out",
+			name, name, found[0] ? found : "no layer");
 	}
 	return 0;
 }

@@ -1,50 +1,48 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * kiosk-keys: the kiosk's input filter. What a visitor types and points reaches the page; no shortcut, menu
+ * kiosk-keys: the kiosk's input filter. What a visitor types and points at reaches the page; no shortcut, menu
  * key or menu button reaches the browser, the compositor or the kernel's consoles.
  *
  *   kiosk-keys [--input DIR] [--uinput PATH] [--ready FILE]
  *
- * It takes every keyboard, mouse, tablet and touch screen (DIR/event*, default /dev/input: a device with keys,
- * relative or absolute axes) for itself with EVIOCGRAB, so that neither cage (libinput) nor the kernel's VT
- * keyboard sees them, and passes what is allowed through one virtual device made on PATH (default /dev/uinput),
- * "liveunion-kiosk-input": the only input cage has. Why: chromium --kiosk still answers its shortcuts (Ctrl+N
- * opens a normal window with an address bar, Ctrl+T/W/O/S/P/H/J, F12, Shift+Esc, Alt+F, F10, Shift+F10 and the
- * Menu key) and a right or middle click gives menus and new tabs; no policy turns all of them off.
- *
- * The rules:
- * - Keys: an allowlist, passing_keys below: letters, digits, the punctuation of a US/ISO keyboard, space, Enter,
- *   Backspace, Tab, Delete, Home, End, PageUp, PageDown, the arrows, Shift, CapsLock, NumLock, the keypad's digits,
- *   operators, dot and Enter. Everything else is dropped: Ctrl, Alt, AltGr, Super, Esc, F1-F24, Menu, Compose,
- *   Props, Print/SysRq, Pause, ScrollLock, Insert (Shift+Insert pastes), the browser and media keys (Back,
- *   Forward, Homepage, Refresh, Search, WWW...). A modifier that never arrives makes no combination.
+ * It grabs (EVIOCGRAB) every keyboard, mouse, tablet and touch screen, DIR/event* (default /dev/input) with keys,
+ * relative or absolute axes, so that neither cage (libinput) nor the kernel's VT keyboard sees them, and passes
+ * what is allowed through one virtual device made on PATH (default /dev/uinput), "liveunion-kiosk-input": the
+ * only input cage has. Why: chromium --kiosk still answers its shortcuts (Ctrl+N opens a normal window with an
+ * address bar; Ctrl+T/W/O/S/P/H/J, F12, Shift+Esc, Alt+F, F10, Shift+F10, the Menu key) and a right or middle
+ * click gives menus and new tabs; no policy turns all of them off. The rules:
+ * - Keys: an allowlist (passing_keys): letters, digits, the punctuation of a US/ISO keyboard, space, Enter,
+ *   Backspace, Tab, Delete, Home, End, PageUp/Down, the arrows, Shift, CapsLock, NumLock, the keypad's digits,
+ *   operators, dot and Enter. Dropped: Ctrl, Alt, AltGr, Super, Esc, F1-F24, Menu, Compose, Props, SysRq, Pause,
+ *   ScrollLock, Insert (Shift+Insert pastes), the browser and media keys. A modifier that never arrives makes no
+ *   combination, and Shift+Esc and Shift+F10 cannot happen: Esc and F10 never pass.
  * - While Ctrl, Alt or Super is held on any device, every other press is dropped too: Ctrl+N types nothing, not
- *   an 'n'. While Shift is held, Enter and the left button are dropped: Shift+Enter on a focused link and
- *   Shift+click open a new browser window. Shift+Esc and Shift+F10 cannot happen: Esc and F10 never pass.
- * - No key sticks: a release or an autorepeat passes exactly when the key's press did, whatever went down in
- *   between; when a device goes away, or its events overflowed (SYN_DROPPED), the keys it had down on the
- *   virtual device are released.
- * - Pointer: relative motion, absolute motion (ABS_X/ABS_Y of a tablet such as qemu's usb-tablet, scaled from
- *   the device's range to 0..32767), the wheels (REL_WHEEL, REL_HWHEEL and their _HI_RES forms) and the left
- *   button. The right, middle, side, extra, forward, back and task buttons and every other are dropped: no
- *   context menu, no new tab, no history jumps.
- * - Touch screens pass as single touch, made a pointer: the kernel's pointer emulation of a touch screen (ABS_X,
- *   ABS_Y, BTN_TOUCH) becomes absolute motion and the left button; ABS_MT_* and BTN_TOOL_* are dropped. The
- *   browser sees a mouse: no multitouch (no pinch, no scrolling by dragging) and no touch long-press, so its
- *   long-press menu is not reached from here; should touch ever be passed, that menu is chromium's to turn off.
- * - Events pass in batches: those that pass, up to the device's SYN_REPORT, then that SYN_REPORT; a batch whose
+ *   an 'n'. While Shift is held, Enter and the left button are dropped: Shift+Enter on a link and Shift+click
+ *   open a new browser window.
+ * - No key sticks: a release or an autorepeat passes exactly when the key's press did, whatever came down in
+ *   between; when a device goes away or its events overflowed (SYN_DROPPED), what it held down is released.
+ * - Pointer: relative motion, the wheels (REL_WHEEL, REL_HWHEEL, their _HI_RES forms), the left button, and the
+ *   absolute position (ABS_X/ABS_Y scaled to 0..32767) of a device with a left button or a touch (a tablet such
+ *   as qemu's usb-tablet; not a joystick or an accelerometer). Right, middle, side, extra, forward, back, task
+ *   and every other button are dropped: no context menu, no new tab, no history jumps.
+ * - A touch screen (INPUT_PROP_DIRECT) is single touch made a mouse: the kernel's pointer emulation (ABS_X/Y,
+ *   BTN_TOUCH) becomes the position and the left button; ABS_MT_* and BTN_TOOL_* are dropped. No multitouch (no
+ *   pinch, no scrolling by dragging) and no touch long-press reaches the browser, so its long-press menu is
+ *   not reached from here; were touch ever passed, that menu would be the browser's to turn off. A touchpad's
+ *   touch is no click (its position is still the pointer's, its button still clicks).
+ * - Events pass in batches: those that pass up to the device's SYN_REPORT, then that SYN_REPORT; a batch whose
  *   events were all dropped sends nothing.
  *
- * Devices: all at the start, and then every RESCAN_MS those plugged in since; one that goes away is dropped.
- * Ours is recognised by its phys, OUR_PHYS, with its name: a USB device chooses its name, the kernel its phys.
- * A device that cannot be grabbed is named on stderr and not forwarded (cage sees it already: through us it
- * would come twice); it is grabbed at a later scan if it can be. Exit status 2: a wrong argument; 1: no virtual
- * device (PATH cannot be opened or made one), poll failed or the virtual device stopped taking events. The kiosk
- * then starts no browser rather than one with unfiltered input.
+ * Devices: all at the start, then every RESCAN_MS those plugged in since; one that goes away is dropped. Our own
+ * is known by its phys (with its name): a USB device chooses its name, the kernel its phys. A device that cannot
+ * be grabbed is named and not forwarded (cage sees it already: through us it would come twice); a later scan
+ * grabs it if it can. Exit status 2: a wrong argument; 1: no virtual device (PATH cannot be opened or made one),
+ * poll failed, or the virtual device stopped taking events: the kiosk then starts no browser rather than one
+ * with unfiltered input.
  *
- * Tested on the build host (tests/unit/kiosk-keys.sh) through the same rules: a PATH that is no character
- * device (a test's file or pipe) gets the events that pass written to it as they are, without the uinput
- * ioctls; an input that is no character device (a test's named pipe) is neither asked what it is nor grabbed.
+ * Its host test (tests/unit/kiosk-keys.sh) runs these same rules on named pipes: a PATH that is no character
+ * device gets the events that pass written as they are, without the uinput requests, and an input that is no
+ * character device is neither asked what it is nor grabbed (a pipe answers no ioctl).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -62,9 +60,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_DEVICES 64
+/* the kernel's most (INPUT_MAX_CHAR_DEVICES): a device beyond ours would reach cage unfiltered (the service
+ * gives it a descriptor each: LimitNOFILE= above 1024) */
+#define MAX_DEVICES 1024
 #define RESCAN_MS 2000
-#define BATCH 64
+#define BATCH 16
 #define ABS_OUT_MAX 32767
 #define OUR_NAME "liveunion-kiosk-input"
 #define OUR_PHYS "liveunion-kiosk-keys/uinput"
@@ -101,6 +101,8 @@ struct device {
 	int evdev;   /* a character device: an input device to ask and grab, not a test's pipe */
 	int grabbed; /* its events are ours and pass through the rules */
 	int dropped; /* SYN_DROPPED: what it sends up to its next SYN_REPORT is incomplete */
+	int pointer; /* it has a left button or a touch: its ABS_X and ABS_Y are the pointer's position */
+	int direct;  /* a touch screen: its touch is a click */
 	char name[NAME_MAX + 1];
 	struct input_absinfo abs[ABS_Y + 1];      /* its ranges of ABS_X and ABS_Y */
 	unsigned long down[BIT_LONGS(KEY_CNT)];   /* its keys held down */
@@ -157,7 +159,7 @@ static int press_passes(const struct filter *f, unsigned int key)
 /* Decides a key event of D: 1 to pass it (a touch as the left button), 0 to drop it. */
 static int pass_key(const struct filter *f, struct device *d, struct input_event *e)
 {
-	unsigned int key = e->code == BTN_TOUCH ? BTN_LEFT : e->code;
+	unsigned int key = e->code == BTN_TOUCH && d->direct ? BTN_LEFT : e->code;
 
 	if (e->code > KEY_MAX)
 		return 0;
@@ -181,7 +183,7 @@ static int pass_abs(const struct device *d, struct input_event *e)
 	const struct input_absinfo *a;
 	long long range, v;
 
-	if (e->code != ABS_X && e->code != ABS_Y)
+	if (!d->pointer || (e->code != ABS_X && e->code != ABS_Y))
 		return 0;
 	a = &d->abs[e->code];
 	range = (long long)a->maximum - a->minimum;
@@ -331,8 +333,32 @@ static int is_ours(int fd)
 	       strcmp(name, OUR_NAME) == 0;
 }
 
-/* Opens DIR/NAME as device number ndevices if it is a keyboard, mouse, tablet or touch screen (a test's pipe
- * counts as one) and not ours, and grabs it. */
+/* What kind of pointer D is, and its ranges; a test's pipe is a touch screen of our range. */
+static void ask_kind(struct device *d)
+{
+	unsigned long keys[BIT_LONGS(KEY_CNT)] = {0}, props[BIT_LONGS(INPUT_PROP_CNT)] = {0};
+
+	for (int c = ABS_X; c <= ABS_Y; c++)
+		if (!d->evdev || ioctl(d->fd, EVIOCGABS(c), &d->abs[c]) < 0)
+			d->abs[c] = (struct input_absinfo){.maximum = ABS_OUT_MAX};
+	if (!d->evdev) {
+		d->pointer = d->direct = 1;
+		return;
+	}
+	if (ioctl(d->fd, EVIOCGBIT(EV_KEY, sizeof(keys)), keys) >= 0)
+		d->pointer = bit(keys, BTN_LEFT) || bit(keys, BTN_TOUCH);
+	if (ioctl(d->fd, EVIOCGPROP(sizeof(props)), props) >= 0)
+		d->direct = bit(props, INPUT_PROP_DIRECT);
+}
+
+static void forget(struct filter *f, int i)
+{
+	close_input(f->devices[i].fd, f->dir, f->devices[i].name);
+	f->devices[i] = f->devices[--f->ndevices];
+}
+
+/* Opens DIR/NAME as a new device if it is a keyboard, mouse, tablet or touch screen (a test's pipe counts as
+ * one) and not ours, and grabs it. */
 static void add_device(struct filter *f, const char *name)
 {
 	struct device *d = &f->devices[f->ndevices];
@@ -356,18 +382,10 @@ static void add_device(struct filter *f, const char *name)
 		return;
 	}
 	snprintf(d->name, sizeof(d->name), "%s", name);
-	for (int c = ABS_X; c <= ABS_Y; c++)
-		if (!d->evdev || ioctl(d->fd, EVIOCGABS(c), &d->abs[c]) < 0)
-			d->abs[c] = (struct input_absinfo){.maximum = ABS_OUT_MAX};
+	ask_kind(d);
 	f->ndevices++;
 	if (grab(f, d, 1) != 0)
-		f->ndevices--;
-}
-
-static void forget(struct filter *f, int i)
-{
-	close_input(f->devices[i].fd, f->dir, f->devices[i].name);
-	f->devices[i] = f->devices[--f->ndevices];
+		forget(f, f->ndevices - 1);
 }
 
 /* Device I went away: the keys it had down are released. Returns -1 if the virtual device failed. */

@@ -392,12 +392,14 @@ static void test_verify(void)
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s", h1, h1);
 	make(spec, &p);
 	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == -1 &&
-		      strstr(err, "root hash for layer 20-x, which is not on the medium") && strstr(err, "found: 10-base"),
+		      strstr(err, "root hash for layer 20-x, which is not on the medium") &&
+		      strstr(err, "found: 10-base"),
 	      "a named layer missing stops the boot, naming it and what was found: %s", err);
 	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "both there: %s", err);
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=-x", h1, h1);
 	make(spec, &p);
-	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "left out by live.layers=: not required: %s", err);
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "left out by live.layers=: not required: %s",
+	      err);
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=base", h1, h1);
 	make(spec, &p);
 	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "an include list without it: not required: %s",
