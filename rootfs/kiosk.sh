@@ -320,8 +320,8 @@ kiosk_browser_files() {
 	# Made by rootfs/kiosk.sh: cage and the browser on tty1 as $user (rootfs/kiosk/kiosk).
 	[Unit]
 	Description=Browser kiosk on tty1 ($user)
-	After=systemd-user-sessions.service getty-pre.target dbus.socket systemd-logind.service seatd.service network.target
-	Wants=dbus.socket systemd-logind.service seatd.service
+	After=systemd-user-sessions.service getty-pre.target dbus.socket systemd-logind.service seatd.service network.target liveunion-kiosk-keys.service
+	Wants=dbus.socket systemd-logind.service seatd.service liveunion-kiosk-keys.service
 	Conflicts=getty@tty1.service
 	# Restarted forever, however often it ends.
 	StartLimitIntervalSec=0
@@ -348,6 +348,36 @@ kiosk_browser_files() {
 	[Install]
 	WantedBy=multi-user.target
 	EOT
+	# The input filter (rootfs/kiosk/kiosk-keys.c) grabs every real input device and passes the keys of typing
+	# and the left button through one virtual device. Belt and braces: every other input device is put on a seat
+	# nobody uses, so cage (libinput on seat0) never even opens them, and input stops rather than arriving
+	# unfiltered should the filter be gone for a moment.
+	install -d -m 0755 "$d/etc/udev/rules.d"
+	cat >"$d/etc/udev/rules.d/72-liveunion-kiosk-input.rules" <<-'EOT'
+	# Made by rootfs/kiosk.sh: the kiosk's compositor sees only kiosk-keys' filtered device.
+	SUBSYSTEM=="input", KERNEL=="event*", ENV{ID_SEAT}="seat-liveunion-raw"
+	SUBSYSTEM=="input", KERNEL=="event*", ATTRS{phys}=="liveunion-kiosk-keys/uinput", ENV{ID_SEAT}="seat0"
+	EOT
+	cat >"$d/etc/systemd/system/liveunion-kiosk-keys.service" <<-EOT
+	# Made by rootfs/kiosk.sh: the kiosk's input filter, as root to grab /dev/input and make /dev/uinput's device.
+	[Unit]
+	Description=Kiosk input filter (only the keys of typing reach the browser)
+	After=systemd-udevd.service systemd-udev-trigger.service
+	Before=liveunion-kiosk.service
+	StartLimitIntervalSec=0
+
+	[Service]
+	ExecStartPre=-/sbin/modprobe -q uinput
+	ExecStart=/usr/lib/liveunion/kiosk/kiosk-keys
+	Restart=always
+	RestartSec=1
+	# one descriptor per input device node, up to the kernel's 1024 of them
+	LimitNOFILE=2048
+
+	[Install]
+	WantedBy=multi-user.target
+	EOT
+	ln -s ../liveunion-kiosk-keys.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-keys.service"
 	cat >"$d/etc/systemd/system/liveunion-kiosk-idle.service" <<-EOT
 	# Made by rootfs/kiosk.sh: the kiosk's idle reset (kiosk.idle=), as root to read the input devices.
 	[Unit]

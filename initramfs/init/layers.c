@@ -161,6 +161,11 @@ int layers_choose(const struct plan *p, struct boot *b, const char *const files[
 	for (i = 0; i < p->npicks; i++)
 		b->pick_unknown[i] = true;
 	mark_unknown(p, b, stems, nstems);
+	/* A layer live.verify= names is known to the command line even when the medium lacks it: leaving it out with
+	 * live.layers=-NAME is how a signed line boots without it. */
+	for (i = 0; i < p->npicks; i++)
+		for (int j = 0; j < p->nverify && b->pick_unknown[i]; j++)
+			b->pick_unknown[i] = !pick_names(&p->pick[i], p->verify[j].name);
 	if (count == 0)
 		return text_err(err, elen, "no live/NN-name.squashfs layer on the medium%s",
 				p->npicks ? " is left by live.layers=" : "");

@@ -398,8 +398,9 @@ static void test_verify(void)
 	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "both there: %s", err);
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=-x", h1, h1);
 	make(spec, &p);
-	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "left out by live.layers=: not required: %s",
-	      err);
+	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1 &&
+		      layers_check_filter(&p, &b, err, sizeof(err)) == 0,
+	      "left out by live.layers=: not required, and the name is known to live.verify=: %s", err);
 	snprintf(spec, sizeof(spec), "live.verify=10-base:%s,20-x:%s live.layers=base", h1, h1);
 	make(spec, &p);
 	CHECK(layers_choose(&p, &b, files, 1, err, sizeof(err)) == 1, "an include list without it: not required: %s",
