@@ -156,6 +156,11 @@ int luks_unlock(const struct plan *p, const struct boot *b, const char *dev, con
 				     text_err(why, wlen, "no console to ask for the passphrase on");
 			break;
 		}
+		if (n == 0) { /* an Enter by mistake: a try, but nothing for cryptsetup, which refuses empty input */
+			msg("persistence: empty passphrase for %s (%d of %d tries)", what, tries, LUKS_TRIES);
+			rc = text_err(why, wlen, "%d wrong passphrases for %s", LUKS_TRIES, what);
+			continue;
+		}
 		a = 0;
 		args[a++] = "open";
 		args[a++] = "--type=luks2";

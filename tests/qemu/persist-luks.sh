@@ -10,6 +10,30 @@ require stick-made make_stick "$img" --persist-size 32M --encrypt --passphrase-f
 is_luks2() { part_read "$1" 3 "$PDIR/p3" && [ "$(cryptsetup luksDump "$PDIR/p3" | awk '$1 == "Version:" { print $2 }')" = 2 ]; }
 require store-is-luks2 is_luks2 "$img"
 
+# shellcheck source=tests/qemu/lib/screen.bash
+. "$(dirname "$0")/lib/screen.bash"
+# luks_store_clean IMAGE: partition 3 of IMAGE (a copy) unlocked read-only on the host with the passphrase: e2fsck
+# finds nothing and the filesystem was unmounted cleanly (no journal to replay): the host's word, not the console's
+luks_store_clean() {
+	local name=lu-test-$$ rc=1
+	part_read "$1" 3 "$PDIR/p3" || return 1
+	cryptsetup open --type luks2 --readonly --key-file "$PDIR/pass.raw" "$PDIR/p3" "$name" || return 1
+	if e2fsck -fn "/dev/mapper/$name" >"$PDIR/fsck.out" 2>&1 &&
+		dumpe2fs -h "/dev/mapper/$name" 2>/dev/null | grep -q '^Filesystem state: *clean$'; then
+		rc=0
+	else
+		vm_note "luks_store_clean: $(tail -n 3 "$PDIR/fsck.out")"
+	fi
+	cryptsetup close "$name" || rc=1
+	return "$rc"
+}
+printf '%s' "$pass" >"$PDIR/pass.raw"
+# screen_text_shown NAME: a screenshot NAME of the VGA text console (kept as a PNG) with text on it: what the
+# visitor sees while the keyboard answer below unlocks the store
+screen_text_shown() {
+	screen_shot "$1" || return 1
+	[ "$(screen_foreign "$SCREEN_LAST" 000000 || echo 0)" -ge 50 ]
+}
 # unlock WHAT-ERE PASSPHRASE: the prompt for the store WHAT, answered
 unlock() { vm_wait "$PROMPT$1" "$VM_BOOT_TIMEOUT" && vm_send "$2"; }
 # stick_unchanged SUM: partition 3 is byte for byte as it was; prompts_are N: the console asked N times
@@ -41,6 +65,10 @@ check marker-content vm_fact "head -n 1 /home/marker" "$marker"
 check poweroff vm_poweroff
 check rcK-said-clean log_has 'liveunion rcK: persistence store clean'
 check marker-not-in-the-raw-image fails grep -aqF "$marker" "$img"
+# the store as the host sees it after the poweroff: unlocked read-only with the passphrase, a clean ext4
+check store-clean-after-poweroff luks_store_clean "$img"
+# typed twice (both boots), echoed never: the serial console shows no passphrase (the screen's side: below)
+check passphrase-never-echoed fails grep -aqF "$pass" "$VM_LOG"
 check planted-marker-would-be-found grep -aqF liveunion-rw "$img" # the LUKS2 label is plain text: grep sees the image
 
 # --- three wrong passphrases: tmpfs, said, nothing written -------------------------------------------------------
@@ -56,6 +84,25 @@ check wrong-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan"
 check wrong-changes-not-there four_gone
 check wrong-poweroff vm_poweroff
 check wrong-stick-unchanged stick_unchanged "$sum"
+
+# --- an empty answer, a wrong one, then the right one on the VGA screen's keyboard (QMP send-key): unlocked ------
+mapfile -t qmp < <(screen_start_args)
+require keys-starts vm_start persist-luks-keys stick-bios "$img" --direct "${qmp[@]}"
+require keys-empty unlock '/dev/sd[a-z]3 ' ''
+check keys-empty-is-a-try vm_wait '^liveunion: persistence: empty passphrase for /dev/sd[a-z]3 .*\(1 of 3 tries\)' 60
+require keys-wrong unlock '/dev/sd[a-z]3 ' 'not it'
+check keys-wrong-is-a-try vm_wait '^liveunion: persistence: wrong passphrase for /dev/sd[a-z]3 .*\(2 of 3 tries\)' 120
+require keys-asked-third-time vm_wait "$PROMPT/dev/sd[a-z]3 " 60
+sleep 1
+check keys-prompt-on-screen screen_text_shown luks-prompt-on-vga
+check keys-right-typed screen_type "$pass"
+check keys-right-enter screen_keys ret
+check keys-unlocked vm_wait '^liveunion: persistence: /dev/sd[a-z]3 \(LUKS2 LABEL=liveunion-rw\) unlocked in' 120
+require keys-login vm_login
+check keys-store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check keys-poweroff vm_poweroff
+check keys-passphrase-never-echoed fails grep -aqF "$pass" "$VM_LOG"
+check keys-store-clean luks_store_clean "$img"
 
 # --- no answer within live.persist.timeout: the same, unattended ----------------------------------------------
 require timeout-starts vm_start persist-luks-timeout stick-bios "$img" --keys live.persist.timeout=3
