@@ -10,6 +10,8 @@
 #   screen_dark PPM X0 Y0 X1 Y1   prints how many pixels of the box are dark (all channels < 96): typed text
 #   screen_foreign PPM RRGGBB...  prints how many pixels are none of these colours (a cursor on a flat page)
 #   screen_mouse DX DY     the guest's mouse moved by DX, DY (QMP input-send-event, relative)
+#   screen_click X Y [BUTTON [HOLD]], screen_drag X0 Y0 X1 Y1   clicks, long presses and drags at screen pixels
+#                          (an absolute pointer: the VM needs -device usb-tablet)
 # A dead VM is a harness error here as in vm_run: no screenshot of a dead VM can match anything.
 # shellcheck source=tests/qemu/lib/vm.bash
 . "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
@@ -147,6 +149,45 @@ screen_type() {
 		esac
 	done
 	screen_keys "${combos[@]}"
+}
+
+# screen_click X Y [BUTTON [HOLD]]: the pointer to screen pixel X,Y of a W x H screen (SCREEN_W, SCREEN_H: 1024 x
+# 768) through an absolute pointer (the VM needs one: -device usb-tablet), then BUTTON (left, right, middle, side,
+# extra; default left) pressed and released after HOLD seconds (default 0.1): a click, a right click, a long press.
+SCREEN_W=${SCREEN_W:-1024} SCREEN_H=${SCREEN_H:-768}
+screen_click() {
+	local px=$(($1 * 32767 / (SCREEN_W - 1))) py=$(($2 * 32767 / (SCREEN_H - 1))) b=${3:-left} hold=${4:-0.1}
+	local abs='{"type": "abs", "data": {"axis": "x", "value": %d}}, {"type": "abs", "data": {"axis": "y", "value": %d}}'
+	local btn='{"type": "btn", "data": {"down": %s, "button": "%s"}}' ev='{"execute": "input-send-event", "arguments": {"events": [%s]}}'
+	vm_alive || { harness_error "screen_click: qemu${VM_NAME:+ ($VM_NAME)} is not running"; return 255; }
+	# shellcheck disable=SC2059 # the formats are built above
+	if ! vm_qmp "$SCREEN_SOCK" "$(printf "$ev" "$(printf "$abs" "$px" "$py")")" \
+		"$(printf "$ev" "$(printf "$btn" true "$b")")" >/dev/null; then
+		harness_error "screen_click: QMP input-send-event failed"
+		return 255
+	fi
+	sleep "$hold"
+	# shellcheck disable=SC2059
+	vm_qmp "$SCREEN_SOCK" "$(printf "$ev" "$(printf "$btn" false "$b")")" >/dev/null ||
+		{ harness_error "screen_click: QMP input-send-event failed"; return 255; }
+}
+
+# screen_drag X0 Y0 X1 Y1: the left button pressed at X0,Y0, the pointer moved to X1,Y1 in steps, released there.
+screen_drag() {
+	local i px py cmds=()
+	local abs='{"type": "abs", "data": {"axis": "x", "value": %d}}, {"type": "abs", "data": {"axis": "y", "value": %d}}'
+	local btn='{"type": "btn", "data": {"down": %s, "button": "left"}}' ev='{"execute": "input-send-event", "arguments": {"events": [%s]}}'
+	for i in 0 1 2 3 4 5 6 7 8; do
+		px=$((($1 + ($3 - $1) * i / 8) * 32767 / (SCREEN_W - 1))) py=$((($2 + ($4 - $2) * i / 8) * 32767 / (SCREEN_H - 1)))
+		# shellcheck disable=SC2059 # the formats are built above
+		cmds+=("$(printf "$ev" "$(printf "$abs" "$px" "$py")")")
+		# shellcheck disable=SC2059
+		[ "$i" != 0 ] || cmds+=("$(printf "$ev" "$(printf "$btn" true)")")
+	done
+	# shellcheck disable=SC2059
+	cmds+=("$(printf "$ev" "$(printf "$btn" false)")")
+	vm_alive || { harness_error "screen_drag: qemu${VM_NAME:+ ($VM_NAME)} is not running"; return 255; }
+	vm_qmp "$SCREEN_SOCK" "${cmds[@]}" >/dev/null || { harness_error "screen_drag: QMP input-send-event failed"; return 255; }
 }
 
 screen_mouse() {
