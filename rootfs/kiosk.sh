@@ -293,6 +293,10 @@ kiosk_browser_files() {
 		strip "$d/usr/lib/liveunion/kiosk/$k"
 	done
 	install -D -m 0644 "$TOP/rootfs/kiosk/waiting.html" "$d/usr/share/liveunion/kiosk/www/waiting.html"
+	# the browser's side of the lock (chromium --load-extension): one window, one tab, no dialogs, menus or drags
+	install -d -m 0755 "$d/usr/lib/liveunion/kiosk/extension"
+	install -m 0644 "$TOP"/rootfs/kiosk/extension/*.js "$TOP/rootfs/kiosk/extension/manifest.json" \
+		"$d/usr/lib/liveunion/kiosk/extension/"
 	case "${kb[kiosk.browser]:-chromium}" in
 	chromium) install -D -m 0644 "$TOP/rootfs/kiosk/chromium-policy.json" "$d/etc/chromium/policies/managed/liveunion-kiosk.json" ;;
 	firefox) install -D -m 0644 "$TOP/rootfs/kiosk/firefox-policies.json" "$d/etc/firefox-esr/policies/policies.json"

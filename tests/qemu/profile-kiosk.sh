@@ -47,7 +47,7 @@ mapfile -t audio < <(kiosk_audio_args "$work/audio.wav")
 # -watchdog-action none: the i6300esb is armed by systemd as on a PC, but a guest starved by TCG on a busy host
 # missed its 30 s once and qemu reset it in the middle of the run (seen: SeaBIOS on the screen, no kernel message).
 require qemu-starts vm_start profile-kiosk cd-bios "$iso" --cmdline "$append" -cpu max \
-	-nic user,model=virtio-net-pci -device i6300esb -watchdog-action none \
+	-nic user,model=virtio-net-pci -device i6300esb -watchdog-action none -device qemu-xhci -device usb-tablet \
 	-drive "file=$work/store.img,if=virtio,format=raw" "${qmp[@]}" "${audio[@]}"
 require login-on-serial-console profile_login
 vm_note "qemu start to root shell: $(($(now_ms) - VM_T0)) ms"
@@ -153,6 +153,67 @@ require reboot-in-same-vm profile_reboot
 check data-dir-kept vm_fact "cat /var/lib/kiosk/$token /var/lib/kiosk/browser/$token; stat -c %U /var/lib/kiosk" "$token"$'\n'"$token"$'\n'kiosk
 check rest-not-kept vm_run "test ! -e /etc/$token"
 check page-after-reboot screen_wait kiosk-page-after-reboot "$KIOSK_LIMIT" "${KIOSK_PAGE[@]}"
+
+# ---- The attack: a visitor with a keyboard and a mouse, and a page that tries every way out ----------------------
+# The lock's parts in the guest are those of this checkout: the policy file byte for byte, the allowlist made from
+# kiosk.url=, the input filter running and the real input devices kept from cage (another seat).
+check policy-is-the-repository-s vm_fact 'sha256sum </etc/chromium/policies/managed/liveunion-kiosk.json' \
+	"$(sha256sum <"$TOP/rootfs/kiosk/chromium-policy.json")"
+check allowlist-made vm_fact "tr -d ' \n' </etc/chromium/policies/managed/liveunion-kiosk-allow.json" \
+	"{\"URLAllowlist\":[\"http://127.0.0.1:47800/waiting.html\",\"${KIOSK_URL%/}\"]}"
+check input-filter-running vm_fact 'systemctl is-active liveunion-kiosk-keys; grep -lx liveunion-kiosk-keys/uinput /sys/class/input/input*/phys | wc -l' \
+	"active"$'\n'1
+check keyboard-on-no-seat vm_run "for e in /dev/input/event*; do udevadm info -q property \$e | grep -q 'ID_INPUT_KEYBOARD=1' && udevadm info -q property \$e | grep '^ID_SEAT='; done | sort -u"
+check keyboard-seat-is-not-seat0 out_is ID_SEAT=seat-liveunion-raw
+require hostile-page-served kiosk_serve_page kiosk-hostile.html
+require hostile-browser-found vm_run "$browser"
+check hostile-browser-ended vm_run "kill -KILL $VM_OUT"
+check hostile-page-up screen_wait kiosk-hostile "$KIOSK_RESTART" "${KIOSK_HOSTILE[@]}"
+check hostile-page-only-page kiosk_only_hostile kiosk-hostile-start
+require browser-noted vm_run "$browser"
+browser_now=$VM_OUT
+# 48 key combinations a visitor might try (QMP send-key on the VM's keyboard); after each, only the page on screen
+combos=(ctrl-n ctrl-t ctrl-w ctrl-shift-n ctrl-shift-t ctrl-shift-w ctrl-shift-i ctrl-shift-j ctrl-shift-c ctrl-l
+	ctrl-o ctrl-p ctrl-s ctrl-h ctrl-j ctrl-u ctrl-d ctrl-f ctrl-g ctrl-shift-delete ctrl-shift-esc shift-esc
+	shift-f10 alt-f4 alt-f alt-e alt-left alt-home alt-tab alt-spc ctrl-tab ctrl-1 ctrl-9 ctrl-equal ctrl-minus
+	ctrl-q ctrl-shift-q ctrl-alt-f1 ctrl-alt-f2 ctrl-alt-delete ctrl-alt-backspace meta_l meta_l-d meta_l-l
+	meta_l-e menu esc tab)
+fkeys=(f1 f2 f3 f4 f5 f6 f7 f8 f9 f10 f11 f12)
+n=0
+for c in "${combos[@]}" "${fkeys[@]}"; do
+	n=$((n + 1))
+	check "key-$c" screen_keys "$c"
+	sleep 1.5
+	check "after-key-$c-only-the-page" kiosk_only_hostile "kiosk-attack-key-$n-$c"
+done
+vm_note "keys tried: $n"
+check keys-no-new-browser vm_fact "$browser" "$browser_now"
+check keys-still-on-vt1 vm_fact 'cat /sys/class/tty/tty0/active' tty1
+# The mouse: a right click, a middle click and a long press on a link, a link dragged away; then each tile's
+# page-side escape clicked: window.open, target=_blank, a download, the file chooser, alert/confirm/prompt,
+# print, and navigations to file://, chrome://, view-source: and another site. After each: only the page.
+read -r lx ly < <(kiosk_tile 1)
+check right-click screen_click 500 700 right
+check right-click-on-link screen_click "$lx" "$ly" right
+check middle-click-on-link screen_click "$lx" "$ly" middle
+check back-button screen_click 500 700 side
+sleep 3
+check mouse-buttons-only-the-page kiosk_only_hostile kiosk-attack-mouse-buttons
+check link-dragged screen_drag "$lx" "$ly" 600 700
+sleep 3
+check link-dragged-only-the-page kiosk_only_hostile kiosk-attack-drag
+check long-press-on-link screen_click "$lx" "$ly" left 2
+sleep 5
+check long-press-only-the-page kiosk_only_hostile kiosk-attack-long-press
+for t in 0 1 2 3 4 5 6 7 8 9; do
+	read -r tx ty < <(kiosk_tile "$t")
+	check "tile-$t-clicked" screen_click "$tx" "$ty"
+	sleep 5
+	check "after-tile-$t-only-the-page" screen_wait "kiosk-attack-tile-$t" 20 "${KIOSK_HOSTILE[@]}"
+	check "after-tile-$t-nothing-else" kiosk_only_hostile "kiosk-attack-tile-$t"
+done
+check page-escapes-no-new-browser vm_fact "$browser" "$browser_now"
+kiosk_serve_page kiosk-page.html
 
 # kiosk.cursor=yes (here in the settings file, read at the kiosk's start): the mouse moved, its cursor on screen.
 check cursor-yes-set vm_run 'echo kiosk.cursor=yes >>/etc/liveunion/kiosk.conf && systemctl restart liveunion-kiosk'

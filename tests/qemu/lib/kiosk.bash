@@ -81,6 +81,26 @@ kiosk_audio_loud() {
 	return 1
 }
 
+# The hostile page (lib/kiosk-hostile.html): its two colours, and the centres of its ten tiles (each one escape)
+KIOSK_HOSTILE_COLOURS=(00ffff 008080)
+KIOSK_HOSTILE=(row:0=00ffff 5,5=00ffff 125,225=008080 885,525=008080 1000,700=00ffff)
+kiosk_tile() { printf '%d %d\n' $((125 + 190 * ($1 % 5))) $((225 + 300 * ($1 / 5))); }
+# kiosk_serve_page FILE: the test's server answers / (and /hostile.html) with FILE from lib/ from now on
+kiosk_serve_page() {
+	cp "$(dirname "${BASH_SOURCE[0]}")/$1" "$KIOSK_WWW/index.html" &&
+		cp "$(dirname "${BASH_SOURCE[0]}")/kiosk-hostile.html" "$KIOSK_WWW/hostile.html"
+}
+# kiosk_only_hostile NAME: a screenshot NAME that shows the hostile page and nothing else (no window, tab strip,
+# address bar, menu, dialog, error page or black screen: any of those has other colours)
+kiosk_only_hostile() {
+	local n
+	screen_shot "$1" || return 1
+	n=$(screen_foreign "$SCREEN_LAST" "${KIOSK_HOSTILE_COLOURS[@]}") || return 1
+	[ "$n" -eq 0 ] && return 0
+	vm_note "screen $1: $n pixels are none of the hostile page's colours"
+	return 1
+}
+
 # kiosk_field_empty PPM / kiosk_field_typed PPM: no dark pixel in the field / typed text there (dozens of them)
 kiosk_field_empty() { [ "$(screen_dark "$1" "${KIOSK_FIELD[@]}")" -eq 0 ]; }
 kiosk_field_typed() { [ "$(screen_dark "$1" "${KIOSK_FIELD[@]}")" -ge 50 ]; }
