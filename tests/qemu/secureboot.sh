@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: Secure Boot with OVMF's secure firmware (q35, SMM): Microsoft's keys: shim and Debian's signed GRUB start from the tiny ISO, and our kernel, signed with this checkout's key that the machine does not trust, is refused with GRUB's message; an unsigned GRUB on a copy of the ISO is refused by shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the ISO_UKI=1 build signed with that key boots through systemd-boot to login with Secure Boot on and exactly the signed command line; the same image with one character of its command line changed after signing, or signed with another key, is refused and no kernel starts
+# summary: Secure Boot with OVMF's secure firmware (q35, SMM): Microsoft's keys: shim and Debian's signed GRUB start from the tiny ISO, and our kernel, signed with this checkout's key that the machine does not trust, is refused with GRUB's message; an unsigned GRUB on a copy of the ISO is refused by shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the ISO_UKI=1 build signed with that key boots through systemd-boot to login with Secure Boot on and exactly the signed command line; the same image with one character of its command line changed after signing, or signed with another key, is refused and no kernel starts; a loader entry added to the stick with options init=/bin/sh and made the default is booted with the signed command line only
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 # shellcheck disable=SC2317 # functions run through check and require
 # shellcheck source=tests/qemu/lib/iso.bash
@@ -97,5 +97,25 @@ require uki-esp-again esp_get "$uki" "$W"
 require other-in-place esp_replace "$W/other.iso" "$W/other.efi" "$live"
 require other-qemu-starts vm_start sb-uki-other-key cd-uefi "$W/other.iso"
 check other-key-uki-refused refused 'Error loading .EFI.Linux.liveunion-3-live.efi: Access Denied'
+vm_stop
+
+# 6. Whoever can write the stick adds a loader entry for the same signed UKI with its own options (init=/bin/sh)
+# and makes it the default. systemd-boot boots that entry (its choice is in LoaderEntrySelected), but under Secure
+# Boot the UKI's stub ignores the options: the kernel gets the signed command line only.
+LOADER_VAR=/sys/firmware/efi/efivars/LoaderEntrySelected-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f
+require entry-copy cp "$uki" "$W/entry.iso"
+require uki-esp-for-entry esp_get "$uki" "$W"
+printf 'title liveunion (changed)\nefi /EFI/Linux/liveunion-3-live.efi\noptions init=/bin/sh liveunion.attack=1\n' >"$W/attack.conf"
+printf 'timeout 0\ndefault attack.conf\neditor no\n' >"$W/loader.conf"
+mmd -i "$W/esp.img" ::/loader/entries 2>/dev/null # there already, or made
+require entry-added mcopy -o -i "$W/esp.img" "$W/attack.conf" ::/loader/entries/attack.conf
+require entry-made-default esp_replace "$W/entry.iso" "$W/loader.conf" ::/loader/loader.conf
+require entry-qemu-starts vm_start sb-uki-entry cd-uefi "$W/entry.iso"
+require entry-login vm_login
+check entry-was-booted vm_run "grep -q ' /sys/firmware/efi/efivars ' /proc/mounts || mount -t efivarfs efivarfs /sys/firmware/efi/efivars; tail -c +5 $LOADER_VAR | tr -d '\\0'"
+check entry-chosen-by-the-loader out_is attack.conf
+check entry-options-ignored vm_fact 'cat /proc/cmdline' "$(tr -d '\n' <"$W/cmdline")"
+check entry-no-shell-as-init vm_none 'cat /proc/cmdline' 'init=/bin/sh|liveunion\.attack'
+check entry-secure-boot-on vm_fact "od -An -tu1 $SB_VAR | awk '{ print \$NF }'" 1
 vm_stop
 finish
