@@ -124,6 +124,15 @@ stage_profile() {
 	if [ "$PFLAVOUR" = pc ]; then
 		local ISO_KERNEL=$OUT/pc/vmlinuz ISO_INITRAMFS=$OUT/pc/initramfs.img
 	fi
-	ISO_FLAVOUR=$PFLAVOUR ISO_BASE_LAYER=${layers[0]} ISO_CMDLINE_EXTRA=$(profile_cmdline) \
+	local extra stems l
+	extra=$(profile_cmdline)
+	# A kiosk stacks its own layers only: an include list on the menus (signed with ISO_UKI=1) keeps any layer
+	# saved in a store on the stick, which no root hash covers, out of the image (docs/kiosk.md).
+	if [ -n "$(kiosk_cmdline PCONF)" ]; then
+		stems=''
+		for l in "${layers[@]}"; do stems+=${stems:+,}$(basename "$l" .squashfs); done
+		extra+=" live.layers=$stems"
+	fi
+	ISO_FLAVOUR=$PFLAVOUR ISO_BASE_LAYER=${layers[0]} ISO_CMDLINE_EXTRA=$extra \
 		iso_assemble "$OUT/liveunion-$name.iso" "$d/iso" "profile-$name-iso" "${layers[@]:1}"
 }

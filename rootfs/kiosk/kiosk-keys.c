@@ -17,8 +17,9 @@
  *   ScrollLock, Insert (Shift+Insert pastes), the browser and media keys. A modifier that never arrives makes no
  *   combination, and Shift+Esc and Shift+F10 cannot happen: Esc and F10 never pass.
  * - While Ctrl, Alt or Super is held on any device, every other press is dropped too: Ctrl+N types nothing, not
- *   an 'n'. While Shift is held, Enter and the left button are dropped: Shift+Enter on a link and Shift+click
- *   open a new browser window.
+ *   an 'n'. While Shift is held, Enter, the left button, keypad 0 and keypad dot are dropped: Shift+Enter on a
+ *   link and Shift+click open a new browser window, Shift+KP0 is Shift+Insert (paste); and a Shift pressed while
+ *   a passed Enter or left button is still down is dropped, so none becomes a Shift one on its release.
  * - No key sticks: a release or an autorepeat passes exactly when the key's press did, whatever came down in
  *   between; when a device goes away or its events overflowed (SYN_DROPPED), what it held down is released.
  * - Pointer: relative motion, the wheels (REL_WHEEL, REL_HWHEEL, their _HI_RES forms), the left button, and the
@@ -93,7 +94,7 @@ static const unsigned short commanding_keys[] = {KEY_LEFTCTRL, KEY_RIGHTCTRL, KE
 						 KEY_RIGHTALT, KEY_LEFTMETA,  KEY_RIGHTMETA};
 static const unsigned short shift_keys[] = {KEY_LEFTSHIFT, KEY_RIGHTSHIFT};
 /* With Shift, they open a new window. */
-static const unsigned short not_with_shift[] = {KEY_ENTER, KEY_KPENTER, BTN_LEFT};
+static const unsigned short not_with_shift[] = {KEY_ENTER, KEY_KPENTER, BTN_LEFT, KEY_KP0, KEY_KPDOT};
 static const unsigned short pointer_axes[] = {REL_X, REL_Y, REL_WHEEL, REL_HWHEEL, REL_WHEEL_HI_RES, REL_HWHEEL_HI_RES};
 
 struct device {
@@ -149,9 +150,23 @@ static int held(const struct filter *f, const unsigned short *keys, size_t n)
 	return 0;
 }
 
+/* Whether one of KEYS was passed down and is not yet released, on any device. */
+static int passed_down(const struct filter *f, const unsigned short *keys, size_t n)
+{
+	for (int i = 0; i < f->ndevices; i++)
+		for (size_t k = 0; k < n; k++)
+			if (bit(f->devices[i].passed, keys[k]))
+				return 1;
+	return 0;
+}
+
+/* A Shift that comes down while a passed Enter or left button is still held would turn that click or Enter
+ * into a Shift one on its release (a new window): it waits. */
 static int press_passes(const struct filter *f, unsigned int key)
 {
 	if (!in(passing_keys, N(passing_keys), key) || held(f, commanding_keys, N(commanding_keys)))
+		return 0;
+	if (in(shift_keys, N(shift_keys), key) && passed_down(f, not_with_shift, N(not_with_shift)))
 		return 0;
 	return !in(not_with_shift, N(not_with_shift), key) || !held(f, shift_keys, N(shift_keys));
 }

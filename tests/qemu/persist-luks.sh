@@ -12,38 +12,25 @@ require store-is-luks2 is_luks2 "$img"
 
 # shellcheck source=tests/qemu/lib/screen.bash
 . "$(dirname "$0")/lib/screen.bash"
-# luks_store_clean IMAGE: partition 3 of IMAGE as the host reads it after the poweroff: its volume key from
-# cryptsetup (luksDump --dump-volume-key: the passphrase opens a key slot), the data segment decrypted with that key
-# (AES-XTS, plain64 IVs in the segment's sectors, by python3-cryptography: this host's kernel has no device-mapper
-# for cryptsetup open), then e2fsck -fn and dumpe2fs: clean, no journal to replay. The host's word, not a console line.
+# luks_store_clean IMAGE: partition 3 of IMAGE as the host reads it after the poweroff: the volume key from
+# cryptsetup (the passphrase opens a key slot), the data segment decrypted by iso/luks-fill -d (this host's kernel
+# has no device-mapper for cryptsetup open; the power-loss scenario reads its stores the same way), then e2fsck -fn
+# and dumpe2fs: clean, no journal to replay. The host's word, not a console line.
 luks_store_clean() {
+	local seg size
+	[ -x "$PDIR/luks-fill" ] || make -s -C "$TOP/iso" O="$PDIR" luks-fill || return 1
 	part_read "$1" 3 "$PDIR/p3" || return 1
-	cryptsetup luksDump --dump-volume-key --batch-mode --key-file "$PDIR/pass.raw" "$PDIR/p3" >"$PDIR/dump" 2>&1 ||
-		{ vm_note "luks_store_clean: $(tail -n 2 "$PDIR/dump")"; return 1; }
-	cryptsetup luksDump "$PDIR/p3" >>"$PDIR/dump" || return 1
-	/usr/bin/python3 - "$PDIR/dump" "$PDIR/p3" "$PDIR/store.plain" <<'PY' || return 1
-import re, sys
-from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
-dump = open(sys.argv[1]).read()
-key = bytes.fromhex("".join(re.search(r"MK dump:\s*((?:[0-9a-f]{2}\s+)+)", dump).group(1).split()))
-off = int(re.search(r"\toffset: (\d+) \[bytes\]", dump).group(1))
-sector = int(re.search(r"sector: (\d+) \[bytes\]", dump).group(1))
-assert "aes-xts-plain64" in dump, "not aes-xts-plain64"
-with open(sys.argv[2], "rb") as src, open(sys.argv[3], "wb") as dst:
-    src.seek(off)
-    n = 0
-    while True:
-        b = src.read(sector)
-        if not b:
-            break
-        d = Cipher(algorithms.AES(key), modes.XTS(n.to_bytes(16, "little"))).decryptor()
-        dst.write(d.update(b) + d.finalize())
-        n += 1
-PY
+	seg=$(cryptsetup luksDump "$PDIR/p3" | awk '/^Data segments:/ { d = 1 } d && $1 == "offset:" { print $2; exit }')
+	size=$(stat -c %s "$PDIR/p3")
+	[ -n "$seg" ] && [ "$seg" -lt "$size" ] || return 1
+	rm -f "$PDIR/volume.key"
+	cryptsetup luksDump --batch-mode --dump-volume-key --volume-key-file "$PDIR/volume.key" \
+		--key-file "$PDIR/pass.raw" "$PDIR/p3" >/dev/null || return 1
+	"$PDIR/luks-fill" -d "$PDIR/volume.key" "$PDIR/p3" "$seg" $((size - seg)) "$PDIR/store.plain" || return 1
 	e2fsck -fn "$PDIR/store.plain" >"$PDIR/fsck.out" 2>&1 ||
 		{ vm_note "luks_store_clean: e2fsck: $(tail -n 3 "$PDIR/fsck.out")"; return 1; }
-	dumpe2fs -h "$PDIR/store.plain" 2>/dev/null | grep -q '^Filesystem state: *clean$' &&
-		! dumpe2fs -h "$PDIR/store.plain" 2>/dev/null | grep -q needs_recovery
+	dumpe2fs -h "$PDIR/store.plain" 2>/dev/null >"$PDIR/dumpe2fs.out" || return 1
+	grep -q '^Filesystem state: *clean$' "$PDIR/dumpe2fs.out" && ! grep -q needs_recovery "$PDIR/dumpe2fs.out"
 }
 printf '%s' "$pass" >"$PDIR/pass.raw"
 # screen_text_shown NAME: a screenshot NAME of the VGA text console (kept as a PNG) with text on it: what the

@@ -34,6 +34,8 @@ vm_note "profile build (or cache check): $((($(now_ms) - t0) / 1000)) s"
 require iso-cmdline-read iso_boot_files "$iso"
 append=$(iso_cmdline "$iso")
 fact menus-persist-nothing live.persist=off grep -o 'live\.persist[^ ]*' "$VM_ISO_DIR/cmdline"
+# ... and stack the image's own layers only: a layer saved in a store on the stick is never stacked
+fact menus-own-layers-only live.layers=10-base,20-kiosk grep -o 'live\.layers=[^ ]*' "$VM_ISO_DIR/cmdline"
 # This run: kiosk.persist=yes as its menus would have it (live.persist.paths= with the data directory) and a store
 # named by label, so that the reboot below shows what is kept; the page and the idle time for the test.
 append="${append/live.persist=off/live.persist=LABEL=kioskdata live.persist.paths=/var/lib/kiosk} kiosk.persist=yes"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: liveunion save: changes (new, modified, deleted file, replaced directory) saved as a layer in the store come back with live.persist=off (tmpfs upper, store not written) and go with live.layers=-mine; from a CD (no store) save refuses and --to /tmp works
+# summary: liveunion save: changes (new, modified, deleted file, replaced directory) saved as a layer in the store come back with live.persist=off (tmpfs upper, store not written) and go with live.layers=-mine or an include list of the medium's layers (a store's layers outside the verified set never stacked then); from a CD (no store) save refuses and --to /tmp works
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
@@ -67,6 +67,16 @@ check volatile-write-gone vm_run "test ! -e /etc/volatile"
 check plan-layers-base-only vm_run "grep -x 'layers=10-base' /run/live/plan"
 require poweroff3 vm_poweroff
 check store-partition-still-unchanged test "$(part_sum "$img")" = "$sum"
+
+# 3b. Whoever can write the stick can put a layer in its store: with an include list of the medium's layers on the
+# menus (the kiosk profile's, signed with ISO_UKI=1) no saved layer is stacked; the plan says only the store's
+# absence is outside the verified set
+require boot3b vm_start save-include stick-bios "$img" --keys "live.persist=off live.layers=10-base"
+require login3b vm_login
+check include-leaves-out-saved log_has 'liveunion: live\.layers=10-base leaves out the saved layer\(s\): 11-mine'
+check include-changes-absent saved_absent
+check include-plan-covers vm_fact "grep -E '^verify\.(covers|outside)=' /run/live/plan" $'verify.covers=10-base\nverify.outside=upper:tmpfs'
+require poweroff3b vm_poweroff
 
 # 4. A store the kernel marked as damaged is not read at all without persistence (no e2fsck may run then)
 store_copy "$img"

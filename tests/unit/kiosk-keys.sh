@@ -236,6 +236,16 @@ for b in BTN_RIGHT BTN_MIDDLE BTN_SIDE BTN_EXTRA BTN_FORWARD BTN_BACK BTN_TASK B
 	check "attack-$b-clicks-nothing" silent 4 taps 4 "$b"
 done
 check attack-shift+left-click-clicks-nothing silent 4 combo 4 KEY_LEFTSHIFT BTN_LEFT
+check attack-shift+kp0-is-no-shift+insert silent 3 combo 3 KEY_LEFTSHIFT KEY_KP0
+check attack-shift+kpdot-types-nothing silent 3 combo 3 KEY_RIGHTSHIFT KEY_KPDOT
+# Shift pressed while a passed click or Enter is still down: the click and Enter pass, the Shift does not (on its
+# release chromium would see a Shift click or Shift+Enter: a new window)
+fact attack-shift-during-a-click "$(printf 'KEY 272 1\nSYN 0 0\nKEY 272 0\nSYN 0 0')" \
+	out_of 4 steps key 4 BTN_LEFT 1 ";" key 3 KEY_LEFTSHIFT 1 ";" key 4 BTN_LEFT 0 ";" key 3 KEY_LEFTSHIFT 0
+fact attack-shift-during-enter "$(printf 'KEY 28 1\nSYN 0 0\nKEY 28 2\nSYN 0 0\nKEY 28 0\nSYN 0 0')" \
+	out_of 3 steps key 3 KEY_ENTER 1 ";" key 3 KEY_RIGHTSHIFT 1 ";" key 3 KEY_ENTER 2 ";" key 3 KEY_ENTER 0 ";" \
+	key 3 KEY_RIGHTSHIFT 0
+fact shift-after-the-click-is-let-go "$(want_combo KEY_LEFTSHIFT KEY_A)" out_of 3 combo 3 KEY_LEFTSHIFT KEY_A
 check attack-autorepeat-of-a-key-never-pressed silent 3 key 3 KEY_A 2
 check attack-code-beyond-KEY_MAX silent 3 send 3 "$EV_KEY 65535 1" "$EV_SYN 0 0" "$EV_KEY 65535 0" "$EV_SYN 0 0"
 # one Ctrl let go while the other is still held: Ctrl is still held

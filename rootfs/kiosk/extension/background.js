@@ -54,15 +54,22 @@ chrome.webNavigation.onCreatedNavigationTarget.addListener(async (d) => {
 
 chrome.webNavigation.onCommitted.addListener(async (d) => {
   hear();
-  if (d.frameId !== 0 || !/^https?:/i.test(d.url)) return;
+  if (d.frameId !== 0) return;
+  // about:blank, data: and the like in the one tab (a page's own navigation, which no policy blocks): back
+  if (!/^(https?|blob):/i.test(d.url)) return away(d.tabId, d.url);
   const { home } = await chrome.storage.session.get('home');
   if (!home) chrome.storage.session.set({ home: d.url });
 });
 
+// blocked by the allowlist, or a certificate chromium refuses (its warning page has a "proceed" link; the policy
+// SSLErrorOverrideAllowed=false takes the link away, this takes the page away)
 chrome.webNavigation.onErrorOccurred.addListener((d) => {
   hear();
-  if (d.frameId === 0 && d.error === 'net::ERR_BLOCKED_BY_ADMINISTRATOR') away(d.tabId, d.url);
+  if (d.frameId === 0 && /^net::ERR_(BLOCKED_BY_ADMINISTRATOR|BLOCKED_BY_CLIENT|CERT_|SSL_)/.test(d.error)) away(d.tabId, d.url);
 });
+
+// HTTP authentication (401): chromium's login dialog is never shown; the page gets the 401
+chrome.webRequest.onAuthRequired.addListener(() => ({ cancel: true }), { urls: ['<all_urls>'] }, ['blocking']);
 
 // With --single-process chromium delivers no events to this worker (measured on 156): there a sweep four times a
 // second does their work (an error page is known by scripting's refusal to run in it), and its API calls keep the

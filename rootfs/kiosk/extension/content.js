@@ -5,7 +5,10 @@
   if (window.__kioskLock) return; // injected twice (manifest and the startup catch-up in background.js)
   Object.defineProperty(window, '__kioskLock', { value: true });
   const w = window;
-  const link = (e) => e.composedPath().find((n) => n instanceof Element && n.matches('a[href], area[href]'));
+  // HTML links, and SVG ones (href or the older xlink:href)
+  const isLink = (n) => n instanceof Element && n.matches('a, area') &&
+    (n.hasAttribute('href') || n.hasAttributeNS('http://www.w3.org/1999/xlink', 'href'));
+  const link = (e) => e.composedPath().find(isLink);
   const target = (el) => el.getAttribute('target') || document.querySelector('base[target]')?.getAttribute('target') || '';
   // a target other than _self, _parent, _top or a frame's name opens a new tab or window
   const framed = (win, name) => {
@@ -29,6 +32,8 @@
 
   w.addEventListener('click', (e) => {
     const el = e.composedPath()[0];
+    // a click with a modifier (a link, a form's submit button: Shift opens a new window) does nothing here
+    if (e.ctrlKey || e.shiftKey || e.metaKey || e.altKey) return e.preventDefault();
     // the file chooser: with AllowFileSelectionDialogs=false chromium shows an info bar instead of it
     if (el instanceof HTMLInputElement && el.type === 'file') return e.preventDefault();
     const a = link(e);
@@ -60,6 +65,12 @@
     close() {},
   };
   for (const [k, f] of Object.entries(quiet)) w[k] = f;
+  // browser dialogs and windows a click may open: passkeys (WebAuthn), payments, picture in picture
+  const refuse = () => Promise.reject(new DOMException('not in this kiosk', 'NotAllowedError'));
+  if (w.navigator.credentials) for (const k of ['create', 'get']) w.navigator.credentials[k] = refuse;
+  if (w.PaymentRequest) w.PaymentRequest.prototype.show = refuse;
+  if (w.documentPictureInPicture) w.documentPictureInPicture.requestWindow = refuse;
+  if (w.HTMLVideoElement) w.HTMLVideoElement.prototype.requestPictureInPicture = refuse;
   for (const k of ['showOpenFilePicker', 'showSaveFilePicker', 'showDirectoryPicker']) {
     if (k in w) w[k] = () => Promise.reject(new DOMException('not in this kiosk', 'AbortError'));
   }
