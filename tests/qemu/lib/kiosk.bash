@@ -4,6 +4,7 @@
 #   kiosk_port                 a free TCP port on the host's loopback, in KIOSK_PORT; the guest reaches it as
 #                              http://10.0.2.2:PORT/ through qemu's user networking (KIOSK_URL)
 #   kiosk_serve_start, kiosk_serve_stop   python3's http.server on 127.0.0.1:KIOSK_PORT serving lib/kiosk-page.html
+#                              (or what kiosk_serve_page put there), never cached
 #   KIOSK_PAGE, KIOSK_WAITING  screen_is specs: the test page full screen; the kiosk's own waiting page
 #   KIOSK_FIELD                the text field's box (x0 y0 x1 y1) for screen_dark
 #   kiosk_only_page NAME       a screenshot showing nothing but the page's colours (no cursor)
@@ -33,7 +34,15 @@ kiosk_port() {
 }
 
 kiosk_serve_start() {
-	python3 -m http.server --bind 127.0.0.1 --directory "$KIOSK_WWW" "$KIOSK_PORT" >"$VM_WORK/http.log" 2>&1 &
+	# python3's http.server, every answer with Cache-Control: no-store: the page the scenario serves changes (the
+	# hostile page), and the browser's profile persists across restarts here
+	python3 -c 'import functools, http.server, sys
+class H(http.server.SimpleHTTPRequestHandler):
+    def end_headers(self):
+        self.send_header("Cache-Control", "no-store")
+        super().end_headers()
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), functools.partial(H, directory=sys.argv[1])).serve_forever()' \
+		"$KIOSK_WWW" "$KIOSK_PORT" >"$VM_WORK/http.log" 2>&1 &
 	KIOSK_SERVE_PID=$!
 	local i
 	for i in $(seq 50); do

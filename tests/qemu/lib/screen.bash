@@ -154,10 +154,10 @@ screen_type() {
 	screen_keys "${combos[@]}"
 }
 
-# screen_click X Y [BUTTON [HOLD]]: the pointer to screen pixel X,Y of a W x H screen (SCREEN_W, SCREEN_H: 1024 x
-# 768) through an absolute pointer (the VM needs one: -device usb-tablet), then BUTTON (left, right, middle, side,
+# screen_click X Y [BUTTON [HOLD]]: the pointer to screen pixel X,Y of a SCREEN_W x SCREEN_H screen (default 1280 x
+# 800, the kiosk test's) through an absolute pointer (the VM needs one: -device usb-tablet), then BUTTON (left, right, middle, side,
 # extra; default left) pressed and released after HOLD seconds (default 0.1): a click, a right click, a long press.
-SCREEN_W=${SCREEN_W:-1024} SCREEN_H=${SCREEN_H:-768}
+SCREEN_W=${SCREEN_W:-1280} SCREEN_H=${SCREEN_H:-800}
 screen_click() {
 	local px=$(($1 * 32767 / (SCREEN_W - 1))) py=$(($2 * 32767 / (SCREEN_H - 1))) b=${3:-left} hold=${4:-0.1}
 	local abs='{"type": "abs", "data": {"axis": "x", "value": %d}}, {"type": "abs", "data": {"axis": "y", "value": %d}}'
