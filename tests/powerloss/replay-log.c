@@ -15,12 +15,19 @@
  *   replay-log points LOG                     the index of every FLUSH or FUA entry, one a line
  *   replay-log replay LOG ORIG OUT N          OUT = ORIG with entries 0..N-1 applied (N = 0: a plain copy)
  *   replay-log apply LOG OUT FROM N           entries FROM..N-1 applied onto OUT as it is (incremental replay)
- *   replay-log random LOG ORIG OUT F SEED     OUT = ORIG with entries 0..F applied (F is a FLUSH entry), then of the
+ *   replay-log random LOG ORIG OUT F SEED [tear]
+ *                                             OUT = ORIG with entries 0..F applied (F is a FLUSH entry), then of the
  *                                             writes after F up to the next FLUSH entry (or the end) a subset drawn
  *                                             from SEED; a FUA write is always kept (it was on the medium when it
  *                                             completed), the others are kept or dropped, half and half. The
- *                                             kept and dropped entries are printed.
- *   replay-log subset LOG OUT FROM END SEED   the same draw over entries FROM..END-1, applied onto OUT as it is
+ *                                             kept and dropped entries are printed. With tear, the power went
+ *                                             while the last kept write of more than one sector was under way:
+ *                                             only its first N sectors are applied (a drive writes the sectors of
+ *                                             one command in order: a prefix, never a suffix or holes), N from 1 to
+ *                                             its size less one, drawn from SEED after the keep-or-drop draw (which
+ *                                             stays that of the same SEED without tear); printed as "torn".
+ *   replay-log subset LOG OUT FROM END SEED [tear]
+ *                                             the same draw over entries FROM..END-1, applied onto OUT as it is
  *
  * A log is refused with a message naming what is wrong (wrong magic or version, a bad sector size, unknown flags,
  * an entry cut short by the end of the file, a write beyond the end of the image) before anything is written.
@@ -324,12 +331,12 @@ static int rl_check_image(const struct rl_log *log, uint64_t from, uint64_t to, 
 	return 0;
 }
 
-/* rl_apply_one: entry i's data (zeros for a discard) written onto the image. */
-static int rl_apply_one(const struct rl_log *log, uint64_t i, int out, const char *outname)
+/* rl_apply_sectors: the first sectors of entry i's data (zeros for a discard) written onto the image. */
+static int rl_apply_sectors(const struct rl_log *log, uint64_t i, uint64_t sectors, int out, const char *outname)
 {
 	const struct rl_entry *e = &log->e[i];
 	static unsigned char buf[1 << 20];
-	uint64_t done = 0, total = e->nr_sectors * log->sectorsize, dst = e->sector * log->sectorsize;
+	uint64_t done = 0, total = sectors * log->sectorsize, dst = e->sector * log->sectorsize;
 
 	if (e->flags & RL_MARK)
 		return 0;
@@ -347,6 +354,12 @@ static int rl_apply_one(const struct rl_log *log, uint64_t i, int out, const cha
 		done += n;
 	}
 	return 0;
+}
+
+/* rl_apply_one: entry i whole. */
+static int rl_apply_one(const struct rl_log *log, uint64_t i, int out, const char *outname)
+{
+	return rl_apply_sectors(log, i, log->e[i].nr_sectors, out, outname);
 }
 
 /* The draw: splitmix64 from the seed, one number per entry that can be dropped. */
@@ -512,20 +525,56 @@ static int apply_range(const struct rl_log *log, uint64_t from, uint64_t to, int
 	return 0;
 }
 
-/* apply_subset: of entries from..to-1, FLUSH entries without data, FUA writes and marks are always applied, the
- * others kept or dropped by the draw from seed; each decision is printed. */
-static int apply_subset(const struct rl_log *log, uint64_t from, uint64_t to, uint64_t seed, int out,
-			const char *outname, uint64_t size)
+/* subset_always: an entry no draw can drop: a FUA write or a mark (on the medium or no write at all), a FLUSH
+ * without data. */
+static bool subset_always(const struct rl_entry *e)
 {
-	uint64_t i, state = seed, kept = 0, dropped = 0;
+	return (e->flags & (RL_FUA | RL_MARK)) || e->nr_sectors == 0;
+}
+
+/* subset_torn: with the keep-or-drop draw from seed over entries from..to-1, the last kept write that can be torn
+ * (drawn, of more than one sector, not a discard) or to when there is none; *prefix its sectors that reach the
+ * medium, drawn after the keep-or-drop draw so that tearing leaves that draw as it is without it. */
+static uint64_t subset_torn(const struct rl_log *log, uint64_t from, uint64_t to, uint64_t seed, uint64_t *prefix)
+{
+	uint64_t i, state = seed, torn = to;
+
+	for (i = from; i < to; i++) {
+		const struct rl_entry *e = &log->e[i];
+
+		if (!subset_always(e) && (rl_next(&state) >> 63) != 0 && e->nr_sectors > 1 && !(e->flags & RL_DISCARD))
+			torn = i;
+	}
+	if (torn < to)
+		*prefix = 1 + rl_next(&state) % (log->e[torn].nr_sectors - 1);
+	return torn;
+}
+
+/* subset_draw: of entries from..to-1, FLUSH entries without data, FUA writes and marks are always applied, the
+ * others kept or dropped by the draw from seed, and with tear the last kept one torn (subset_torn); each decision
+ * is printed. */
+static int subset_draw(const struct rl_log *log, uint64_t from, uint64_t to, uint64_t seed, bool tear, int out,
+		       const char *outname, uint64_t size)
+{
+	uint64_t i, state = seed, kept = 0, dropped = 0, prefix = 0, torn = to;
+	int n;
 
 	if (rl_check_image(log, from, to, outname, size) != 0)
 		return -1;
+	if (tear)
+		torn = subset_torn(log, from, to, seed, &prefix);
 	for (i = from; i < to; i++) {
 		const struct rl_entry *e = &log->e[i];
-		bool always = (e->flags & (RL_FUA | RL_MARK)) || e->nr_sectors == 0;
+		bool always = subset_always(e);
 		bool keep = always || (rl_next(&state) >> 63) != 0;
 
+		if (i == torn) {
+			if (printf("torn %" PRIu64 " sector %" PRIu64 " sectors %" PRIu64 " prefix %" PRIu64 "\n", i,
+				   e->sector, e->nr_sectors, prefix) < 0 ||
+			    rl_apply_sectors(log, i, prefix, out, outname) != 0)
+				return -1;
+			continue;
+		}
 		if (!always && printf("%s %" PRIu64 " sector %" PRIu64 " sectors %" PRIu64 "\n",
 				      keep ? "kept" : "dropped", i, e->sector, e->nr_sectors) < 0)
 			return -1;
@@ -534,20 +583,33 @@ static int apply_subset(const struct rl_log *log, uint64_t from, uint64_t to, ui
 		if (!always)
 			keep ? kept++ : dropped++;
 	}
-	return printf("subset of entries %" PRIu64 "..%" PRIu64 " (seed %" PRIu64 "): %" PRIu64 " kept, %" PRIu64
-		      " dropped\n",
-		      from, to, seed, kept, dropped) < 0 ?
-		       -1 :
-		       0;
+	if (tear)
+		n = printf("subset of entries %" PRIu64 "..%" PRIu64 " (seed %" PRIu64 "): %" PRIu64
+			   " kept, %d torn, %" PRIu64 " dropped\n",
+			   from, to, seed, kept, torn < to, dropped);
+	else
+		n = printf("subset of entries %" PRIu64 "..%" PRIu64 " (seed %" PRIu64 "): %" PRIu64 " kept, %" PRIu64
+			   " dropped\n",
+			   from, to, seed, kept, dropped);
+	return n < 0 ? -1 : 0;
 }
+
+#ifdef REPLAY_LOG_NO_MAIN
+/* apply_subset: subset_draw without tearing, as tests/fuzz/replay-log.c calls it. */
+static int apply_subset(const struct rl_log *log, uint64_t from, uint64_t to, uint64_t seed, int out,
+			const char *outname, uint64_t size)
+{
+	return subset_draw(log, from, to, seed, false, out, outname, size);
+}
+#endif
 
 static int usage(void)
 {
 	fputs("usage: replay-log list LOG | count LOG | points LOG\n"
 	      "       replay-log replay LOG ORIG OUT N\n"
 	      "       replay-log apply LOG OUT FROM N\n"
-	      "       replay-log random LOG ORIG OUT FLUSH-ENTRY SEED\n"
-	      "       replay-log subset LOG OUT FROM END SEED\n",
+	      "       replay-log random LOG ORIG OUT FLUSH-ENTRY SEED [tear]\n"
+	      "       replay-log subset LOG OUT FROM END SEED [tear]\n",
 	      stderr);
 	return 2;
 }
@@ -589,7 +651,7 @@ static int run(int argc, char **argv)
 	const char *cmd;
 	uint64_t a = 0, b = 0, seed = 0, size = 0;
 	int rc = -1, out = -1;
-	bool wrote = false;
+	bool wrote = false, tear = false;
 	const char *outname = NULL;
 
 	if (argc < 3)
@@ -604,12 +666,14 @@ static int run(int argc, char **argv)
 	} else if (!strcmp(cmd, "apply")) {
 		if (argc != 6 || parse_u64(argv[4], &a) != 0 || parse_u64(argv[5], &b) != 0)
 			return usage();
-	} else if (!strcmp(cmd, "random")) {
-		if (argc != 7 || parse_u64(argv[5], &a) != 0 || parse_u64(argv[6], &seed) != 0)
+	} else if (!strcmp(cmd, "random") || !strcmp(cmd, "subset")) {
+		/* one word more than the command needs can only be tear */
+		if (argc == 8 && !strcmp(argv[7], "tear"))
+			tear = true, argc--;
+		if (argc != 7 || parse_u64(argv[6], &seed) != 0)
 			return usage();
-	} else if (!strcmp(cmd, "subset")) {
-		if (argc != 7 || parse_u64(argv[4], &a) != 0 || parse_u64(argv[5], &b) != 0 ||
-		    parse_u64(argv[6], &seed) != 0)
+		if (!strcmp(cmd, "random") ? parse_u64(argv[5], &a) != 0 :
+					     parse_u64(argv[4], &a) != 0 || parse_u64(argv[5], &b) != 0)
 			return usage();
 	} else {
 		return usage();
@@ -650,13 +714,13 @@ static int run(int argc, char **argv)
 		wrote = true;
 		rc = apply_range(&log, 0, a + 1, out, outname, size);
 		if (rc == 0)
-			rc = apply_subset(&log, a + 1, b, seed, out, outname, size);
+			rc = subset_draw(&log, a + 1, b, seed, tear, out, outname, size);
 	} else {
 		outname = argv[3];
 		if ((out = go_on(&log, "subset", "END", a, b, outname, &size)) < 0)
 			goto done;
 		wrote = true;
-		rc = apply_subset(&log, a, b, seed, out, outname, size);
+		rc = subset_draw(&log, a, b, seed, tear, out, outname, size);
 	}
 done:
 	if (out >= 0 && close_image(out, outname, wrote) != 0)

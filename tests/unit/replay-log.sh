@@ -148,6 +148,62 @@ check "subset FROM END SEED onto the flush point's image = random at that flush"
 check "random: an entry that is not a FLUSH is refused" fails "$RL" random "$B/log" "$B/orig" "$B/rx" 3 1
 check "... and nothing was made" test ! -e "$B/rx"
 
+# Torn writes (random/subset ... tear): the last write the draw keeps is torn, only its first sectors written.
+# torn_checks NAME UNTORN: the torn write of $B/NAME.txt has exactly its prefix new and the rest as it was (0x5a),
+# the keep-or-drop lines are those of the draw without tear ($B/UNTORN.txt) and $B/NAME differs from $B/UNTORN only
+# in the sectors left unwritten. Prints "ENTRY PREFIX".
+torn_checks() {
+	local name=$1 untorn=$2 word i sector sectors prefix diffs
+	read -r word i _ sector _ sectors _ prefix < <(grep '^torn ' "$B/$name.txt") && [ "$word" = torn ] || return 1
+	if [ "$prefix" -lt 1 ] || [ "$prefix" -ge "$sectors" ]; then echo "# prefix $prefix of $sectors" >&2; return 1; fi
+	bytes_are "$B/$name" $((sector * 512)) $((prefix * 512)) "2$((i - 2))" || return 1
+	bytes_are "$B/$name" $(((sector + prefix) * 512)) $(((sectors - prefix) * 512)) 5a || return 1
+	# the same draw, the torn entry named kept there
+	diff <(grep -v '^subset ' "$B/$name.txt") <(grep -v '^subset ' "$B/$untorn.txt" | sed "s/^kept $i \(.*\)\$/torn $i \1 prefix $prefix/") >&2 ||
+		return 1
+	# cmp -l: the 1-based offset of each byte that differs; wanted: how many, the first (0-based), the last + 1
+	diffs=$(cmp -l "$B/$name" "$B/$untorn" | awk 'NR == 1 { f = $1 } { l = $1; n++ } END { print n + 0, f - 1, l }')
+	[ "$diffs" = "$(((sectors - prefix) * 512)) $(((sector + prefix) * 512)) $(((sector + sectors) * 512))" ] ||
+		{ echo "# torn and untorn images differ: $diffs (bytes, first, last+1)" >&2; return 1; }
+	echo "$i $prefix"
+}
+random_tear() { "$RL" random "$B/log" "$B/orig" "$B/$2" 2 "$1" tear >"$B/$2.txt"; }
+check "random point after flush 2, seed 1, tear" random_tear 1 t1
+fact "seed 1, tear: the draw of seed 1, its last kept write (8) torn after its first sector" "kept 3 sector 256 sectors 8
+kept 4 sector 384 sectors 8
+kept 5 sector 512 sectors 8
+dropped 6 sector 640 sectors 8
+dropped 7 sector 768 sectors 8
+torn 8 sector 896 sectors 8 prefix 1
+subset of entries 3..9 (seed 1): 3 kept, 1 torn, 2 dropped" cat "$B/t1.txt"
+fact "seed 1, tear: entry 8 has 1 sector new, 7 old; the image is seed 1's but for those 7" "8 1" torn_checks t1 r1
+check "random point after flush 2, seed 4, tear" random_tear 4 t4
+check "random point after flush 2, seed 4" random_at 4 r4
+fact "seed 4, tear: entry 8 has 6 sectors new, 2 old" "8 6" torn_checks t4 r4
+check "random point after flush 2, seed 8, tear" random_tear 8 t8
+check "random point after flush 2, seed 8" random_at 8 r8
+fact "seed 8, tear: the last kept write is 6 (7 and 8 dropped), 1 sector of it new" "6 1" torn_checks t8 r8
+check "seed 1 after tear: the plain draw and image as before" sh -c "'$RL' random '$B/log' '$B/orig' '$B/r1c' 2 1 | cmp - '$B/r1.txt' && cmp '$B/r1c' '$B/r1'"
+subset_tear_same() {
+	cp "$B/at2" "$B/subt" && "$RL" subset "$B/log" "$B/subt" 3 9 4 tear >"$B/subt.txt" && cmp "$B/subt" "$B/t4" &&
+		cmp "$B/subt.txt" "$B/t4.txt"
+}
+check "subset ... tear onto the flush point's image = random ... tear" subset_tear_same
+# never torn: a FUA write (entry 5 of fua.log, made below), a discard (entry 13: its window 10..13 drawn alone)
+never_torn() { # LOG FROM END ENTRY [alone]: over seeds 1..16 ENTRY is never torn, while some other entry is (unless alone)
+	local s out other=''
+	for s in $(seq 1 16); do
+		cp "$B/orig" "$B/nt.img" && out=$("$RL" subset "$1" "$B/nt.img" "$2" "$3" "$s" tear) || return 1
+		! grep -q "^torn $4 " <<<"$out" || { echo "# seed $s tore entry $4" >&2; return 1; }
+		grep -q '^torn ' <<<"$out" && other=1
+	done
+	[ -n "$other" ] || [ "${5:-}" = alone ]
+}
+check "a discard is never torn (entries 13..13, seeds 1..16)" never_torn "$B/log" 13 14 13 alone
+check "... with writes before it, those are (entries 10..13)" never_torn "$B/log" 10 14 13
+check "tear: a wrong last word is a wrong command line (exit 2)" \
+	sh -c "'$RL' random '$B/log' '$B/orig' '$B/x.img' 2 1 tears 2>/dev/null; [ \$? = 2 ] && [ ! -e '$B/x.img' ]"
+
 # flag_entry FILE INDEX FLAGS: a copy of the log with entry INDEX's flags field set (a byte) - the entries are
 # found from the listing's sizes, as the format lays them out (header sector, then data sectors).
 entry_offset() { # LOG INDEX: byte offset of entry INDEX's header
@@ -177,6 +233,7 @@ fua_never_dropped() {
 	[ -n "$dropped" ]
 }
 check "a FUA write after the flush is kept by every draw (seeds 1..8), while others are dropped" fua_never_dropped
+check "a FUA write is never torn (seeds 1..16), while others are" never_torn "$B/fua.log" 3 9 5
 
 # Malformed logs: refused with exit 1 and a message naming what is wrong; OUT is not made.
 # refused NAME LOG ERE [ORIG]: replay of LOG fails naming ERE, and writes nothing

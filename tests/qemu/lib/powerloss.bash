@@ -8,14 +8,18 @@
 # completed write in the host's page cache). Here a
 # crash point is any prefix of the log ending at a flush (what the stick holds when power goes right after the
 # flush), plus a random subset of the writes between that flush and the next (a drive's volatile cache may have
-# written back any of them; the kept ones are applied in log order). Tunables: POWERLOSS_RANDOM (random points, default 24),
-# POWERLOSS_BLOCK_SIZE (the store's ext4 block size, default 4096 as on real sticks; 0 keeps mkusb's own).
+# written back any of them; the kept ones are applied in log order), and with the last kept write torn (the power
+# went while it was being written: only a prefix of its sectors is there). Tunables: POWERLOSS_RANDOM (windows
+# between flushes drawn from, default 24), POWERLOSS_SEEDS (draws in each, default 3: the first keeps or drops whole
+# writes, the others tear too), POWERLOSS_BLOCK_SIZE (the store's ext4 block size, default 4096 as on real sticks;
+# 0 keeps mkusb's own).
 # shellcheck disable=SC2317,SC2016 # functions run through check and require; guest commands in single quotes
 VM_TIMEOUT=${VM_TIMEOUT:-900} # one qemu runs the boot and the whole workload
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "${BASH_SOURCE[0]}")/persist.bash"
 img=$PDIR/stick.img pristine=$PDIR/pristine.img wlog=$PDIR/writes.log RL=$PDIR/replay-log
 NRANDOM=${POWERLOSS_RANDOM:-24}
+NSEEDS=${POWERLOSS_SEEDS:-3}
 BSIZE=${POWERLOSS_BLOCK_SIZE:-4096}
 UPPER=/liveunion-v1/upper
 
@@ -147,6 +151,7 @@ check guest-sees-write-cache-without-fua vm_run 'dmesg | grep -E "\] Write cache
 
 # --- the workload: each step ends in sync and a marker; then the host reads how many entries the log has -------
 declare -A SPEC       # "STEP|PATH" -> what PATH (in the store) is once STEP is synced: md5 SUM, absent, whiteout
+declare -A WHOLE      # PATH -> 1: a file its step writes under another name and renames into place
 declare -a STEP_AT=() # STEP -> entries in the log when its marker was seen (all of the step is in entries before)
 declare -a STEP_NAME=()
 PATHS=()
@@ -193,6 +198,10 @@ set_spec 4 /etc/shells whiteout
 require step-5-copy-up step 5 copy-up 'echo "# powerloss" >>/etc/profile && chmod 600 /etc/hosts' /etc/profile /etc/hosts
 set_spec 5 /etc/hosts "mode 600 ${SPEC["5|$UPPER/etc/hosts"]}"
 require step-6-save step 6 save 'liveunion save pl >/dev/null' /run/live/store/liveunion-v1/layers/11-pl.squashfs
+# liveunion save writes .11-pl.squashfs.tmp-PID, fsyncs it and renames it: while the save is in flight the layer is
+# not there or there whole, and the init never stacks the .tmp (the crash image booted below is taken then if it can)
+WHOLE[/liveunion-v1/layers/11-pl.squashfs]=1
+SAVE_TMP='^\.11-pl\.squashfs\.tmp-[0-9]+$'
 many=()
 for i in $(seq 1 40); do many+=("/home/pl/many-$i"); done
 require step-7-many-files step 7 many-files 'for i in $(seq 1 40); do echo many-$i >/home/pl/many-$i; done' "${many[@]}"
@@ -264,21 +273,30 @@ check log-entries-listed test "${#eflags[@]}" = "$nentries"
 
 # --- checking one crash point ------------------------------------------------------------------------------------
 # expect_at D: PATH and SPEC lines, what the store must hold when entries 0..D-1 are on the stick: the newest SPEC
-# of every step synced by then; a path the step in flight at D changes is left out (it may be either way); a path
-# only later steps make is absent (nothing comes from the future).
-expect_at() {
-	local d=$1 k p flight='' s
+# of every step synced by then; a path the step in flight at D changes is left out (it may be either way), but for
+# a new file renamed into place whole (WHOLE): "absent-or md5 SUM"; a path only later steps make is absent
+# (nothing comes from the future).
+flight_at() { # D: the step in flight when entries 0..D-1 are on the stick, or nothing
+	local k
 	for k in "${!STEP_AT[@]}"; do
-		[ "${STEP_AT[k]}" -gt "$d" ] && { flight=$k; break; }
+		[ "${STEP_AT[k]}" -gt "$1" ] && { echo "$k"; return 0; }
 	done
+	return 0
+}
+expect_at() {
+	local d=$1 k p flight s
+	flight=$(flight_at "$d")
 	for p in "${PATHS[@]}"; do
-		[ -n "$flight" ] && [ -n "${SPEC["$flight|$p"]:-}" ] && continue
 		s=''
 		for k in "${!STEP_AT[@]}"; do
 			[ "${STEP_AT[k]}" -le "$d" ] || break
 			[ -z "${SPEC["$k|$p"]:-}" ] || s=${SPEC["$k|$p"]}
 		done
 		[ -n "$s" ] || s=absent
+		if [ -n "$flight" ] && [ -n "${SPEC["$flight|$p"]:-}" ]; then
+			if [ -z "${WHOLE[$p]:-}" ] || [ "$s" != absent ]; then continue; fi
+			s="absent-or ${SPEC["$flight|$p"]}"
+		fi
 		printf '%s\t%s\n' "$p" "$s"
 	done
 }
@@ -339,10 +357,14 @@ check_store() {
 	expect_at "$d" >"$PDIR/pt.expect"
 	awk -F'\t' -v dir="$dir" '{ printf "dump -p %s %s/%d\n", $1, dir, NR }' "$PDIR/pt.expect" >"$PDIR/pt.cmds"
 	debugfs -f "$PDIR/pt.cmds" "$st" >/dev/null 2>&1
+	# one md5sum for every file dumped: one a path (two forks each) was most of a crash point's time
+	local -A sums=()
+	while read -r sum p; do sums[${p##*/}]=$sum; done < <(find "$dir" -maxdepth 1 -type f -print0 | xargs -0r md5sum --)
 	while IFS=$'\t' read -r p spec; do
 		i=$((i + 1)) n=$((n + 1))
 		case "$spec" in
 		absent) [ ! -e "$dir/$i" ] || errs="$errs $p:there" ;;
+		absent-or\ md5\ *) [ ! -e "$dir/$i" ] || [ "${sums[$i]:-}" = "${spec##* }" ] || errs="$errs $p:not-whole" ;;
 		whiteout)
 			sum=$(debugfs -R "stat $p" "$st" 2>/dev/null)
 			grep -q 'Type: character special' <<<"$sum" && grep -q 'Device major/minor number: 00:00' <<<"$sum" ||
@@ -352,8 +374,7 @@ check_store() {
 				errs="$errs $p:missing"
 				continue
 			fi
-			sum=$(md5sum <"$dir/$i" | cut -d' ' -f1)
-			[ "$sum" = "${spec##* }" ] || errs="$errs $p:content"
+			[ "${sums[$i]:-}" = "${spec##* }" ] || errs="$errs $p:content"
 			case "$spec" in
 			mode\ *) [ "$(stat -c %a "$dir/$i")" = "$(echo "$spec" | cut -d' ' -f2)" ] || errs="$errs $p:mode" ;;
 			esac ;;
@@ -379,24 +400,38 @@ for f in "${points[@]}" "$nentries"; do
 	fi
 	[ "$f" -lt "$nentries" ] && [[ ${eflags[f]} == *FLUSH* ]] && prev=$f
 done
-# POWERLOSS_RANDOM points: one window each, evenly spread, when there are that many; else every window, with as
-# many seeds each as it takes (seed 1000 * k + flush index for the k-th draw of a window)
+# POWERLOSS_RANDOM windows, evenly spread, when there are that many, POWERLOSS_SEEDS draws in each; else every
+# window, with as many draws each as it takes to make as many points (seed 1000 * k + flush index for the k-th draw
+# of a window; draws after the first tear the last write they keep)
 declare -A pick nseeds
 nc=${#cand[@]}
 take=$((NRANDOM < nc ? NRANDOM : nc))
-per=1
-[ "$nc" -eq 0 ] || [ "$NRANDOM" -le "$nc" ] || per=$(((NRANDOM + nc - 1) / nc))
-left=$NRANDOM
+per=0
+[ "$take" -eq 0 ] || per=$(((NRANDOM * NSEEDS + take - 1) / take))
+left=$((NRANDOM * NSEEDS))
 for ((j = 0; j < take; j++)); do
 	k=$((j * nc / take))
 	pick[${cand[k]%%:*}]=${cand[k]#*:}
 	nseeds[${cand[k]%%:*}]=$((per < left ? per : left))
 	left=$((left - nseeds[${cand[k]%%:*}]))
 done
-vm_note "log: $nentries entries, ${#points[@]} flush points, $nc windows between flushes with 2 or more writes, $((NRANDOM - left)) random points in $take of them"
+vm_note "log: $nentries entries, ${#points[@]} flush points, $nc windows between flushes with 2 or more writes, $((NRANDOM * NSEEDS - left)) random points in $take of them"
 
+# save_tmp_at IMAGE D WHAT, after check_store passed (its store copy is $PDIR/pt.img): while the save is in flight,
+# counts the points whose store holds the .tmp layer, and the first of them becomes the crash image booted below
+save_what='' save_points=0 save_tmp=0
+save_tmp_at() {
+	local flight
+	flight=$(flight_at "$2")
+	[ -n "$flight" ] && [ "${STEP_NAME[flight]}" = save ] || return 0
+	save_points=$((save_points + 1)) save_d=${save_d:-$2}
+	debugfs -R "ls -l /liveunion-v1/layers" "$PDIR/pt.img" 2>/dev/null | awk '{ print $NF }' | grep -Eq "$SAVE_TMP" || return 0
+	save_tmp=$((save_tmp + 1))
+	[ -z "$save_what" ] || return 0
+	cp --sparse=always "$1" "$PDIR/crash.img" && crash_at=$2 crash_what="$3, the save in flight, its .tmp layer in the store" save_what=$3
+}
 t0=$SECONDS
-done_to=0 nflush=0 nrand=0 fail_flush=0 fail_rand=0 replayed=0 dropped_total=0
+done_to=0 nflush=0 nrand=0 fail_flush=0 fail_rand=0 replayed=0 dropped_total=0 torn_total=0
 for f in "${points[@]}"; do
 	"$RL" apply "$wlog" "$work" "$done_to" $((f + 1)) || { bad "replay to entry $f"; break; }
 	done_to=$((f + 1))
@@ -408,21 +443,25 @@ for f in "${points[@]}"; do
 		bad "crash point after flush entry $f: $line"
 	fi
 	printf '# %s\n' "$line"
+	save_tmp_at "$work" "$done_to" "flush point $f"
 	for ((k = 1; k <= ${nseeds[$f]:-0}; k++)); do
-		end=${pick[$f]} seed=$((1000 * k + f))
+		end=${pick[$f]} seed=$((1000 * k + f)) tear=()
+		[ "$k" -eq 1 ] || tear=(tear)
 		if ! cp --sparse=always "$work" "$PDIR/rand.img" ||
-			! "$RL" subset "$wlog" "$PDIR/rand.img" "$done_to" "$end" "$seed" >"$PDIR/subset.out"; then
+			! "$RL" subset "$wlog" "$PDIR/rand.img" "$done_to" "$end" "$seed" "${tear[@]}" >"$PDIR/subset.out"; then
 			bad "random point after flush $f: subset replay"
 			continue
 		fi
 		nrand=$((nrand + 1))
 		drew=$(tail -n 1 "$PDIR/subset.out")
 		dropped_total=$((dropped_total + $(awk '{ print $(NF - 1) }' <<<"${drew##*, }")))
+		[[ $drew != *", 1 torn, "* ]] || torn_total=$((torn_total + 1))
 		if line=$(check_store "$PDIR/rand.img" "$done_to" "random point after flush $f (entries $done_to..$((end - 1)), seed $seed: ${drew##*: })"); then
 			[[ $line == *"journal replayed"* ]] && replayed=$((replayed + 1))
 			# the last random point inside the workload (before the reset boot) is kept for the boot below
-			[ "$(steps_at "$done_to")" -ge 4 ] && [ "$(steps_at "$done_to")" -lt "$((final_steps - 1))" ] &&
+			[ "$(steps_at "$done_to")" -ge 4 ] && [ "$(steps_at "$done_to")" -lt "$((final_steps - 1))" ] && [ -z "$save_what" ] &&
 				cp --sparse=always "$PDIR/rand.img" "$PDIR/crash.img" && crash_at=$done_to crash_what="after flush $f, seed $seed"
+			save_tmp_at "$PDIR/rand.img" "$done_to" "random point after flush $f, seed $seed"
 		else
 			fail_rand=$((fail_rand + 1))
 			bad "$line"
@@ -432,11 +471,15 @@ for f in "${points[@]}"; do
 done
 "$RL" apply "$wlog" "$work" "$done_to" "$nentries"
 check replay-of-every-entry-is-the-stick cmp "$work" "$img"
-vm_note "replayed $nflush flush points and $nrand random points ($dropped_total unflushed writes dropped) in $((SECONDS - t0)) s; $replayed of them needed a journal replay"
+vm_note "replayed $nflush flush points and $nrand random points ($dropped_total unflushed writes dropped, $torn_total torn) in $((SECONDS - t0)) s; $replayed of them needed a journal replay"
 none_failed() { [ "$1" -gt 0 ] && [ "$2" -eq 0 ]; } # POINTS FAILED
 check "every-flush-point-consistent ($nflush points, $fail_flush failed)" none_failed "$nflush" "$fail_flush"
 check "every-random-point-consistent ($nrand points, $fail_rand failed)" none_failed "$nrand" "$fail_rand"
+# the draws after a window's first tear a write (a window's writes are 2 or more, of 4 KiB blocks: 8 sectors)
+[ "$NSEEDS" -lt 2 ] || check "some-random-points-tore-a-write ($torn_total)" test "$torn_total" -gt 0
 check some-points-needed-a-journal-replay test "$replayed" -gt 0
+vm_note "$save_points points while the save was in flight, $save_tmp of them with its .tmp layer in the store"
+check "some-point-has-the-save-s-tmp-layer ($save_tmp of $save_points)" test "$save_tmp" -gt 0
 
 # The check of a crash point can fail: the final store with a synced file's content changed, and with an inode's
 # link count made wrong (what e2fsck -fn is there to find), each a copy of the stick.
@@ -445,9 +488,9 @@ tamper() { # DEBUGFS-COMMANDS: the final stick with the store changed by debugfs
 		printf '%s\n' "$1" >"$PDIR/t.cmds" && debugfs -w -f "$PDIR/t.cmds" "$PDIR/t.p3" >/dev/null 2>&1 &&
 		store_in "$PDIR/tampered.img" "$PDIR/t.p3"
 }
-refused_for() { # WHY: check_store of the tampered stick fails, saying WHY
+refused_for() { # WHY [D]: check_store of the tampered stick as at entry D (default: all) fails, saying WHY
 	local out
-	if out=$(check_store "$PDIR/tampered.img" "$nentries" "tampered"); then
+	if out=$(check_store "$PDIR/tampered.img" "${2:-$nentries}" "tampered"); then
 		printf '#   passed: %s\n' "$out" >&2
 		return 1
 	fi
@@ -461,6 +504,14 @@ write $PDIR/alpha-x alpha"
 check a-synced-file-changed-is-found refused_for "wrong: $reset_dir/home/pl/alpha:content\$"
 require tamper-links tamper "sif $reset_dir/home/pl/renamed links_count 3"
 check a-wrong-link-count-is-found refused_for 'e2fsck -fn after the journal'
+# while the save is in flight, a 11-pl.squashfs that is not the whole layer is found (the final store checked as
+# then: the reset's moves are wrong too, the layer must be among them)
+if [ -n "${save_d:-}" ]; then
+	require tamper-layer tamper "cd /liveunion-v1/layers
+rm 11-pl.squashfs
+write $PDIR/alpha-x 11-pl.squashfs"
+	check a-partial-layer-during-the-save-is-found refused_for " /liveunion-v1/layers/11-pl\.squashfs:not-whole( |\$)" "$save_d"
+fi
 
 # --- a crash image boots: the init replays the journal with e2fsck -p, nothing else repaired -------------------
 if require crash-image-picked test -n "${crash_at:-}"; then
@@ -474,6 +525,8 @@ if require crash-image-picked test -n "${crash_at:-}"; then
 	check crash-no-e2fsck-repair no_repairs "$VM_LOG"
 	[ "$crash_pending" = 0 ] || check crash-journal-replayed-by-the-init log_has ': recovering journal$' 
 	check crash-synced-files-there vm_run "test \"\$(cat /home/pl/renamed)\" = gone-1 && test ! -e /home/pl/gone && test -e /home/pl/big"
+	# the .tmp layer is in the store and 11-pl.squashfs is not: the old set of layers, the .tmp never stacked
+	[ -z "$save_what" ] || check crash-tmp-layer-not-stacked vm_none 'ls -A /run/live/layers; grep " /run/live/layers/" /proc/mounts' '\.tmp|11-pl'
 	require crash-poweroff vm_poweroff
 	check crash-store-consistent-after store_consistent "$PDIR/crash.img"
 	case "$PL_KIND" in fat | exfat) check crash-host-filesystem-clean host_fs_clean "$PDIR/crash.img" ;; esac
