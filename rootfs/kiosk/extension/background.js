@@ -68,9 +68,6 @@ chrome.webNavigation.onErrorOccurred.addListener((d) => {
   if (d.frameId === 0 && /^net::ERR_(BLOCKED_BY_ADMINISTRATOR|BLOCKED_BY_CLIENT|CERT_|SSL_)/.test(d.error)) away(d.tabId, d.url);
 });
 
-// HTTP authentication (401): chromium's login dialog is never shown; the page gets the 401
-chrome.webRequest.onAuthRequired.addListener(() => ({ cancel: true }), { urls: ['<all_urls>'] }, ['blocking']);
-
 // With --single-process chromium delivers no events to this worker (measured on 156): there a sweep four times a
 // second does their work (an error page is known by scripting's refusal to run in it), and its API calls keep the
 // worker running, as nothing would start it again. It ends at the first event.
