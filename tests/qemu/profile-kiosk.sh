@@ -189,6 +189,9 @@ for c in "${combos[@]}" "${fkeys[@]}"; do
 	check "after-key-$c-only-the-page" kiosk_only_hostile "kiosk-attack-key-$n-$c"
 done
 vm_note "keys tried: $n"
+# why the browser ended, if it did (the session, the outage watch, the idle reset say so in the journal)
+vm_run "journalctl -b -o short-monotonic | grep -E 'liveunion-kiosk: |kiosk-keys|chromium.*(crash|Segmentation)|Out of memory' | tail -n 8" &&
+	vm_note "kiosk's journal: $VM_OUT"
 check keys-no-new-browser vm_fact "$browser" "$browser_now"
 check keys-still-on-vt1 vm_fact 'cat /sys/class/tty/tty0/active' tty1
 # The mouse: a right click, a middle click and a long press on a link, a link dragged away; then each tile's

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as docs/secure-boot.md says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
+# shellcheck disable=SC2317 # functions run through check and require
 VM_TIMEOUT=${VM_TIMEOUT:-900}
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "$0")/lib/profile.bash"
@@ -19,6 +20,28 @@ sb_facts() {
 	check "$1-secureboot-variable-is-1" vm_fact "od -An -tu1 $SB_VAR | awk '{ print \$NF }'" 1
 	check "$1-kernel-says-secure-boot" vm_run 'dmesg | grep -q "Secure boot enabled"'
 	check "$1-kernel-locked-down" vm_fact 'cat /sys/kernel/security/lockdown' 'none [integrity] confidentiality'
+}
+
+# A module signed with a throwaway key (Debian's dummy.ko, its signature stripped, signed again with a key made
+# here and thrown away): on a raw disk of its own, read by the guest with head -c, since nothing may mount it
+pcroot=$(find "$OUT/pc" -mindepth 2 -maxdepth 2 -name root -type d | head -n 1)
+mod_throwaway() {
+	local src sf
+	src=$(find "$pcroot/lib/modules" -name dummy.ko.xz | head -n 1)
+	sf=$(find "$pcroot/usr/lib" -path '*/scripts/sign-file' | head -n 1)
+	[ -n "$src" ] && [ -n "$sf" ] || return 1
+	openssl req -new -x509 -newkey rsa:2048 -nodes -days 1 -subj '/CN=throwaway module key/' -outform DER \
+		-keyout "$W/throwaway.key" -out "$W/throwaway.der" 2>/dev/null &&
+		xz -dc "$src" >"$W/dummy.ko.signed" && objcopy --strip-debug "$W/dummy.ko.signed" "$W/dummy.ko" &&
+		"$sf" sha256 "$W/throwaway.key" "$W/throwaway.der" "$W/dummy.ko" &&
+		tail -c 28 "$W/dummy.ko" | grep -q 'Module signature appended' &&
+		truncate -s 1M "$W/mod.img" && dd if="$W/dummy.ko" of="$W/mod.img" conv=notrunc status=none
+}
+require throwaway-signed-module mod_throwaway
+MOD_BYTES=$(stat -c %s "$W/dummy.ko")
+# insmod_throwaway: the guest loads it; prints the kernel's answer
+insmod_throwaway() {
+	vm_run "head -c $MOD_BYTES /dev/vda >/tmp/throwaway.ko && cmp -s -n $MOD_BYTES /dev/vda /tmp/throwaway.ko && echo read; insmod /tmp/throwaway.ko 2>&1; echo insmod-exit=\$?; lsmod | grep -c '^dummy ' || true"
 }
 
 # 1. A stock PC: Microsoft's keys in db, Secure Boot on. The firmware's variables stay in $W/vars.fd from one VM to
@@ -44,7 +67,7 @@ down_enter() { mok_key '\e[B' && sleep 1 && mok_key '\r'; }
 # OVMF with SMM under TCG, after `systemctl reboot`, spun without output here twice in about ten runs.)
 require mok-powered-off profile_poweroff 300
 vm_stop || true
-require mok-qemu-starts vm_start sb-pc-mok cd-uefi "$iso"
+require mok-qemu-starts vm_start sb-pc-mok cd-uefi "$iso" -drive "file=$W/mod.img,if=virtio,format=raw,readonly=on"
 require mokmanager-starts vm_wait 'Press any key to perform MOK management' "$VM_BOOT_TIMEOUT"
 mok_key ' '
 require mokmanager-menu vm_wait 'Enroll MOK' 60
@@ -64,6 +87,14 @@ check mok-our-overlay-loaded log_has 'liveunion: overlayfs: loaded our overlay.k
 check mok-our-squashfs-loaded log_has 'liveunion: squashfs: loaded our squashfs.ko'
 check mok-running-overlay-is-ours vm_fact 'cat /sys/module/overlay/taint' O
 check mok-namemax-255 vm_fact 'getconf NAME_MAX /' 255
+# enrolling a key leaves Secure Boot and lockdown on, and trusts that key only: a module signed with another one
+# is refused, and never loaded
+sb_facts mok
+check mok-throwaway-module-tried insmod_throwaway
+check mok-throwaway-module-read out_has '^read$'
+check mok-throwaway-module-refused out_has 'Key was rejected by service|Required key not available'
+check mok-throwaway-module-exit out_has '^insmod-exit=[1-9]'
+check mok-throwaway-module-not-loaded out_has '^0$'
 vm_stop
 
 # The tiny ISO, its kernel signed with the same key, on the same machine: shim now trusts it.
