@@ -140,22 +140,13 @@ static int in(const unsigned short *list, size_t n, unsigned int code)
 	return 0;
 }
 
-/* Whether one of KEYS is held on any device. */
-static int held(const struct filter *f, const unsigned short *keys, size_t n)
+/* Whether one of KEYS is set, on any device, in its down bitmap (held) or in its passed one (passed down and not
+ * yet released). */
+static int any_key(const struct filter *f, int passed, const unsigned short *keys, size_t n)
 {
 	for (int i = 0; i < f->ndevices; i++)
 		for (size_t k = 0; k < n; k++)
-			if (bit(f->devices[i].down, keys[k]))
-				return 1;
-	return 0;
-}
-
-/* Whether one of KEYS was passed down and is not yet released, on any device. */
-static int passed_down(const struct filter *f, const unsigned short *keys, size_t n)
-{
-	for (int i = 0; i < f->ndevices; i++)
-		for (size_t k = 0; k < n; k++)
-			if (bit(f->devices[i].passed, keys[k]))
+			if (bit(passed ? f->devices[i].passed : f->devices[i].down, keys[k]))
 				return 1;
 	return 0;
 }
@@ -164,11 +155,11 @@ static int passed_down(const struct filter *f, const unsigned short *keys, size_
  * into a Shift one on its release (a new window): it waits. */
 static int press_passes(const struct filter *f, unsigned int key)
 {
-	if (!in(passing_keys, N(passing_keys), key) || held(f, commanding_keys, N(commanding_keys)))
+	if (!in(passing_keys, N(passing_keys), key) || any_key(f, 0, commanding_keys, N(commanding_keys)))
 		return 0;
-	if (in(shift_keys, N(shift_keys), key) && passed_down(f, not_with_shift, N(not_with_shift)))
+	if (in(shift_keys, N(shift_keys), key) && any_key(f, 1, not_with_shift, N(not_with_shift)))
 		return 0;
-	return !in(not_with_shift, N(not_with_shift), key) || !held(f, shift_keys, N(shift_keys));
+	return !in(not_with_shift, N(not_with_shift), key) || !any_key(f, 0, shift_keys, N(shift_keys));
 }
 
 /* Decides a key event of D: 1 to pass it (a touch as the left button), 0 to drop it. */

@@ -239,9 +239,10 @@ check attack-shift+left-click-clicks-nothing silent 4 combo 4 KEY_LEFTSHIFT BTN_
 check attack-shift+kp0-is-no-shift+insert silent 3 combo 3 KEY_LEFTSHIFT KEY_KP0
 check attack-shift+kpdot-types-nothing silent 3 combo 3 KEY_RIGHTSHIFT KEY_KPDOT
 # Shift pressed while a passed click or Enter is still down: the click and Enter pass, the Shift does not (on its
-# release chromium would see a Shift click or Shift+Enter: a new window)
+# release chromium would see a Shift click or Shift+Enter: a new window). One device: the order of events on two
+# pipes is not kept under load (seen: the Shift read before the click on a busy host)
 fact attack-shift-during-a-click "$(printf 'KEY 272 1\nSYN 0 0\nKEY 272 0\nSYN 0 0')" \
-	out_of 4 steps key 4 BTN_LEFT 1 ";" key 3 KEY_LEFTSHIFT 1 ";" key 4 BTN_LEFT 0 ";" key 3 KEY_LEFTSHIFT 0
+	out_of 3 steps key 3 BTN_LEFT 1 ";" key 3 KEY_LEFTSHIFT 1 ";" key 3 BTN_LEFT 0 ";" key 3 KEY_LEFTSHIFT 0
 fact attack-shift-during-enter "$(printf 'KEY 28 1\nSYN 0 0\nKEY 28 2\nSYN 0 0\nKEY 28 0\nSYN 0 0')" \
 	out_of 3 steps key 3 KEY_ENTER 1 ";" key 3 KEY_RIGHTSHIFT 1 ";" key 3 KEY_ENTER 2 ";" key 3 KEY_ENTER 0 ";" \
 	key 3 KEY_RIGHTSHIFT 0
@@ -313,7 +314,7 @@ check ready-cannot-create exits 1 "cannot create $work/none/ready" --input "$dev
 	--ready "$work/none/ready"
 
 # The checks can fail: a mutant that passes Ctrl and ignores it lets Ctrl+N through, and the attack checks say so.
-sed -e 's/^\tKEY_1,/\tKEY_LEFTCTRL, KEY_1,/' -e 's/ || held(f, commanding_keys, N(commanding_keys))//' "$src" \
+sed -e 's/^\tKEY_1,/\tKEY_LEFTCTRL, KEY_1,/' -e 's/ || any_key(f, 0, commanding_keys, N(commanding_keys))//' "$src" \
 	>"$work/mutant.c"
 require mutant-differs fails cmp -s "$src" "$work/mutant.c"
 require mutant-built gcc -std=c11 -O0 -w -o "$bin" "$work/mutant.c"
