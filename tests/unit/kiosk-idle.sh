@@ -9,42 +9,25 @@ set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/kiosk-idle.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-at_exit cleanup
+# shellcheck source=tests/unit/lib/evdev.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib/evdev.bash"
 bin=$work/kiosk-idle
-dev=$work/input
-mkdir -p "$dev"
 
 require built gcc -std=c11 -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-o "$bin" "$TOP/rootfs/kiosk/kiosk-idle.c"
 
-# ev FD TYPE CODE VALUE: one struct input_event (x86-64: a 16-byte time, u16 type, u16 code, s32 value) to FD.
-ev() {
-	local b i
-	b=$(printf '\\x00%.0s' $(seq 16))
-	for i in 0 8; do b+=$(printf '\\x%02x' $((($2 >> i) & 255))); done
-	for i in 0 8; do b+=$(printf '\\x%02x' $((($3 >> i) & 255))); done
-	for i in 0 8 16 24; do b+=$(printf '\\x%02x' $((($4 >> i) & 255))); done
-	printf '%b' "$b" >&"$1"
-}
 EV_SYN=0 EV_KEY=1 EV_REL=2 KEY_A=30 REL_X=0
 
 # start NAME SECONDS: kiosk-idle in the background on $dev, its messages in $work/NAME.log, its PID in PID; returns
 # once it has opened every device there (an ASan build starts slowly on a busy host)
 start() {
-	local i n
+	local n
 	# not holding this shell's ends of the pipes (a writer that never goes away)
 	"$bin" "$2" "$dev" 2>"$work/$1.log" 3>&- 4>&- 5>&- 6>&- &
 	PID=$!
 	pids+=("$PID")
 	n=$(find "$dev" -name 'event*' | wc -l)
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		[ "$(grep -c '^kiosk-idle: watching ' "$work/$1.log")" -ge "$n" ] && return 0
 		sleep 0.1
 	done
@@ -54,8 +37,8 @@ start() {
 running_after() { sleep "$1"; kill -0 "$PID" 2>/dev/null; }
 # ends_within SECONDS: kiosk-idle returns 0 within that long
 ends_within() {
-	local i rc
-	for i in $(seq $(($1 * 10))); do
+	local rc
+	for _ in $(seq $(($1 * 10))); do
 		kill -0 "$PID" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -82,8 +65,8 @@ exec 3<>"$dev/event0" 4<>"$dev/event1"
 # An untouched kiosk is never reset, and sync reports and other non-input events do not make it touched.
 start untouched 1
 check untouched-not-reset running_after 3
-ev 3 "$EV_SYN" 0 0
-ev 4 4 4 458756 # EV_MSC MSC_SCAN
+send 3 "$EV_SYN 0 0"
+send 4 "4 4 458756" # EV_MSC MSC_SCAN
 check sync-and-scan-codes-are-not-input running_after 2
 check opened-both-devices test "$(grep -c 'watching .*/event[01]$' "$work/untouched.log")" -eq 2
 stop
@@ -91,7 +74,7 @@ stop
 # A key press, then nothing for SECONDS: it returns 0, not before SECONDS.
 start key 2
 sleep 0.5
-ev 3 "$EV_KEY" "$KEY_A" 1
+send 3 "$EV_KEY $KEY_A 1"
 t0=$(date +%s%N)
 check key-then-quiet-resets ends_within 15
 waited=$((($(date +%s%N) - t0) / 1000000))
@@ -101,7 +84,7 @@ check says-why grep -q 'no input for 2 s after a visitor' "$work/key.log"
 # Input again before the time is up starts it over: mouse moves every 0.5 s for 3 s keep a 2 s idle time away.
 start moving 2
 for _ in 1 2 3 4 5 6; do
-	ev 4 "$EV_REL" "$REL_X" 5
+	send 4 "$EV_REL $REL_X 5"
 	sleep 0.5
 done
 check moving-mouse-keeps-it-alive kill -0 "$PID"
@@ -119,7 +102,7 @@ exec 5<>"$dev/event7"
 check unplugged-device-dropped-still-waiting running_after 3
 check unplugged-device-named grep -q "event1 is gone" "$work/hotplug.log"
 check plugged-device-opened grep -q 'watching .*/event7$' "$work/hotplug.log"
-ev 5 "$EV_KEY" "$KEY_A" 0
+send 5 "$EV_KEY $KEY_A 0"
 check input-on-plugged-device-counts ends_within 15
 exec 5>&- 3>&-
 

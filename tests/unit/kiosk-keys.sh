@@ -16,18 +16,10 @@ set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/kiosk-keys.XXXXXX")
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	rm -rf "$work"
-}
-at_exit cleanup
+# shellcheck source=tests/unit/lib/evdev.bash
+. "$(dirname "${BASH_SOURCE[0]}")/lib/evdev.bash"
 src=$TOP/rootfs/kiosk/kiosk-keys.c
 bin=$work/kiosk-keys
-dev=$work/input
-mkdir -p "$dev"
 
 require built gcc -std=c11 -Wall -Wextra -Werror -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-o "$bin" "$src"
@@ -42,19 +34,6 @@ require event-codes-read test "${C[KEY_A]:-}" = 30 -a "${C[BTN_LEFT]:-}" = 272
 EV_SYN=0 EV_KEY=1 EV_REL=2 EV_ABS=3
 SENTINEL=77
 
-# send FD "TYPE CODE VALUE"...: struct input_event records (x86-64: a 16-byte time, u16 type, u16 code, s32
-# value) in one write to FD, as the kernel hands over a batch
-send() {
-	local fd=$1 b='' r t c v e
-	shift
-	for e in "$@"; do
-		read -r t c v <<<"$e"
-		printf -v r '\\x%02x' 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 $((t & 255)) $((t >> 8 & 255)) $((c & 255)) \
-			$((c >> 8 & 255)) $((v & 255)) $((v >> 8 & 255)) $((v >> 16 & 255)) $((v >> 24 & 255))
-		b+=$r
-	done
-	printf '%b' "$b" >&"$fd"
-}
 # key FD NAME VALUE: one key event (1 press, 0 release, 2 autorepeat) and its SYN_REPORT, as a keyboard sends it
 key() { send "$1" "$EV_KEY ${C[$2]} $3" "$EV_SYN 0 0"; }
 # taps FD NAME...: each key pressed and released; combo FD NAME...: pressed in order, released backwards
