@@ -170,6 +170,11 @@ vm_tail_log() {
 	# qemu's own messages first: the console's last lines, which say how far the guest got, are then the last
 	# thing printed (what a truncated CI log still shows)
 	[ ! -s "$VM_DIR/qemu.err" ] || sed 's/^/qemu: /' "$VM_DIR/qemu.err" >&2
+	# a kernel warning or oops scrolls its first lines (which name the cause) out of the tail: show them apart
+	if grep -qE '(WARNING|BUG): |Oops|Kernel panic|general protection' "$VM_LOG" 2>/dev/null; then
+		vm_note "---- the kernel's first report in $VM_LOG ----"
+		tr -d '\r' <"$VM_LOG" | grep -E -m1 -B2 -A14 '(WARNING|BUG): |Oops|Kernel panic|general protection' | sed 's/^/| /' >&2
+	fi
 	vm_note "---- last 40 lines of $VM_LOG ($(( ($(now_ms) - VM_T0) / 1000 )) s after qemu started) ----"
 	tail -n 40 "$VM_LOG" | tr -d '\r' | sed 's/^/| /' >&2
 	[ -s "$VM_LOG" ] || vm_note "(the console printed nothing: the firmware or boot loader never reached the kernel's serial console)"
