@@ -17,6 +17,7 @@ static const struct subcmd cmds[] = {
 	{"changes", cmd_changes, "list what a persistence store changed relative to its base layers"},
 	{"flatten", cmd_flatten, "write the merged tree of a layer stack to a directory or squashfs"},
 	{"save", cmd_save, "write this session's changes as a new squashfs layer (into the store)"},
+	{"store", cmd_store, "the persistence store: status, passphrase, backup, restore, reset, grow"},
 };
 
 static void usage(FILE *f)

@@ -27,6 +27,9 @@
 #define STORE_PATHS_CONF "paths.conf" /* live.persist.paths from the store: one directory a line */
 #define STORE_PATHS "paths"           /* one upper and work per persistent directory */
 #define STORE_LAYERS "layers"         /* NN-name.squashfs written by `liveunion save`, stacked at boot */
+/* `liveunion store reset` asks for live.persist.reset from the running system: the next boot that mounts the
+ * store read-write resets as that key does (upper/ and paths/ moved aside, never deleted), then removes it. */
+#define STORE_RESET "reset"
 
 /* A layer is NN-name.squashfs (NN two digits, lowest at the bottom), with NN-name.verity beside it. */
 #define LAYER_SUFFIX ".squashfs"

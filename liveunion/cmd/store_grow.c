@@ -1,0 +1,322 @@
+/* store_grow.c - `liveunion store grow`: the store takes the rest of its stick, while it is in use.
+ * A partition store: its MBR entry is extended to the end of the disk (it must be the last partition), the kernel
+ * is told the new size (BLKPG_RESIZE_PARTITION, which works on a partition in use), a LUKS2 mapping follows
+ * (cryptsetup resize), then the mounted ext4 grows online (EXT4_IOC_RESIZE_FS, what resize2fs does for a mounted
+ * file system). A file store reached through a mounted FAT/exFAT: the file is extended into the free space of
+ * that file system and the loop device told (LOOP_SET_CAPACITY). A file store used in place (its FAT not
+ * mounted, so that it is never left dirty) cannot grow while in use: refused, saying how. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/blkpg.h>
+#include <linux/fs.h>
+#include <linux/loop.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "liveunion/contract.h"
+#include "store.h"
+#include "tool.h"
+
+/* fs/ext4/ext4.h: not in the kernel's exported headers */
+#ifndef EXT4_IOC_RESIZE_FS
+#define EXT4_IOC_RESIZE_FS _IOW('f', 16, uint64_t)
+#endif
+#define MIB (1ull << 20)
+#define FAT32_FILE_MAX 0xFFFFFFFFull
+#define MBR_SECTORS_MAX 0xFFFFFFFFull
+
+static const char *what = PROG " store grow";
+
+static unsigned long long sysnum(const char *name, const char *attr)
+{
+	char path[PATH_MAX], v[64];
+
+	pfmt(path, sizeof path, "/sys/class/block/%s/%s", name, attr);
+	return sys_read(path, v, sizeof v) == 0 ? strtoull(v, NULL, 10) : 0;
+}
+
+/* sda -> sda3, but loop0 -> loop0p3, nvme0n1 -> nvme0n1p3: a "p" when the disk's name ends in a digit */
+static int isdigit_last(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && s[n - 1] >= '0' && s[n - 1] <= '9';
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* The partition st->part grown to the end of its disk: 0 grown, 1 nothing to grow (said), -1 refused (said). */
+static int grow_partition(const struct store_info *st)
+{
+	char disk[STORE_NAME_LEN + 8], path[PATH_MAX], a[32], b[32];
+	unsigned long long start = sysnum(st->part, "start"), size = sysnum(st->part, "size");
+	unsigned long long dsize = sysnum(st->disk, "size"), end, nsize;
+	unsigned pno = (unsigned)sysnum(st->part, "partition");
+	unsigned char mbr[512];
+	struct blkpg_partition bp;
+	struct blkpg_ioctl_arg arg;
+	int fd, ssz = 0, entry = -1;
+
+	if (!st->disk[0] || !pno || !dsize) {
+		fprintf(stderr, "%s: /dev/%s is not a partition of a disk this system sees: nothing to grow into\n",
+			what, st->part);
+		return -1;
+	}
+	/* the store must be the last partition: nothing after it to move or overwrite */
+	for (unsigned i = 1; i <= 128; i++) {
+		char other[STORE_NAME_LEN + 8];
+
+		pfmt(other, sizeof other, "%s%s%u", st->disk, isdigit_last(st->disk) ? "p" : "", i);
+		if (strcmp(other, st->part) != 0 && sysnum(other, "start") > start) {
+			fprintf(stderr,
+				"%s: /dev/%s comes after the store's /dev/%s on /dev/%s: refusing to grow into it\n",
+				what, other, st->part, st->disk);
+			return -1;
+		}
+	}
+	end = dsize < MBR_SECTORS_MAX ? dsize : MBR_SECTORS_MAX;
+	end -= end % 2048; /* 1 MiB aligned, as ./build.sh usb starts it */
+	nsize = end > start ? end - start : 0;
+	if (nsize <= size + 2048) {
+		human(size * 512, a, sizeof a);
+		human(dsize * 512, b, sizeof b);
+		printf("grow: /dev/%s (%s) already reaches the end of /dev/%s (%s): nothing to grow into\n", st->part,
+		       a, st->disk, b);
+		return 1;
+	}
+	pfmt(disk, sizeof disk, "/dev/%s", st->disk);
+	if ((fd = open(disk, O_RDWR | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "%s: open %s: %s\n", what, disk, strerror(errno));
+		return -1;
+	}
+	if (ioctl(fd, BLKSSZGET, &ssz) != 0 || ssz != 512 || pread(fd, mbr, sizeof mbr, 0) != (ssize_t)sizeof mbr) {
+		fprintf(stderr, "%s: %s: %s\n", what, disk,
+			ssz && ssz != 512 ? "sectors are not 512 bytes: refusing" : strerror(errno));
+		close(fd);
+		return -1;
+	}
+	for (int i = 0; i < 4 && mbr[510] == 0x55 && mbr[511] == 0xAA; i++) {
+		const unsigned char *e = mbr + 446 + 16 * i;
+
+		if (e[4] == 0xEE) {
+			fprintf(stderr,
+				"%s: %s has a GPT: only the MBR that ./build.sh usb writes is grown; refusing\n", what,
+				disk);
+			close(fd);
+			return -1;
+		}
+		if (le32(e + 8) == start && (unsigned)i + 1 == pno && le32(e + 12) == size)
+			entry = i;
+	}
+	if (entry < 0) {
+		fprintf(stderr,
+			"%s: the MBR of %s has no primary entry %u from sector %llu of %llu sectors (what the "
+			"kernel says of /dev/%s): refusing\n",
+			what, disk, pno, start, size, st->part);
+		close(fd);
+		return -1;
+	}
+	for (int k = 0; k < 4; k++)
+		mbr[446 + 16 * entry + 12 + k] = (unsigned char)(nsize >> (8 * k));
+	if (pwrite(fd, mbr, sizeof mbr, 0) != (ssize_t)sizeof mbr || fsync(fd) != 0) {
+		fprintf(stderr,
+			"%s: write the MBR of %s: %s (the partition table may be unchanged or changed; check "
+			"with fdisk -l)\n",
+			what, disk, strerror(errno ? errno : EIO));
+		close(fd);
+		return -1;
+	}
+	memset(&bp, 0, sizeof bp);
+	bp.start = (long long)(start * 512);
+	bp.length = (long long)(nsize * 512);
+	bp.pno = (int)pno;
+	memset(&arg, 0, sizeof arg);
+	arg.op = BLKPG_RESIZE_PARTITION;
+	arg.datalen = sizeof bp;
+	arg.data = &bp;
+	if (ioctl(fd, BLKPG, &arg) != 0) {
+		fprintf(stderr,
+			"%s: the MBR now gives /dev/%s %llu sectors, but the kernel was not told (BLKPG: %s): "
+			"reboot and run '" PROG " store grow' again\n",
+			what, st->part, nsize, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	pfmt(path, sizeof path, "%s", st->part);
+	human(size * 512, a, sizeof a);
+	human(nsize * 512, b, sizeof b);
+	printf("grow: partition /dev/%s %s -> %s (MBR entry %u, to the end of /dev/%s)\n", path, a, b, pno, st->disk);
+	return 0;
+}
+
+/* The store's file extended into the free space of the file system holding it, the loop device told. */
+static int grow_file(const struct store_info *st)
+{
+	char dir[PATH_MAX], loop[STORE_NAME_LEN + 8], a[32], b[32], *slash;
+	struct statvfs vfs;
+	struct stat sb;
+	unsigned long long cur, room, nsize;
+	int fd, lfd;
+
+	if (!strncmp(st->backing, "/dev/", 5)) {
+		fprintf(stderr,
+			"%s: the store is " STORE_IMAGE " used in place on %s (%s), whose file system is not "
+			"mounted so that it is never left dirty: the file cannot grow while it is in use. On "
+			"another computer, with the stick's %s mounted: truncate -s SIZE " STORE_IMAGE
+			" && resize2fs " STORE_IMAGE " (plain ext4; LUKS2: cryptsetup resize first)\n",
+			what, st->backing, st->fat[0] ? st->fat : "FAT/exFAT", st->fat[0] ? st->fat : "FAT/exFAT");
+		return -1;
+	}
+	pfmt(dir, sizeof dir, "%s", st->backing);
+	if ((slash = strrchr(dir, '/')))
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	if ((fd = open(st->backing, O_WRONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) != 0 || statvfs(dir, &vfs) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", what, st->backing, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	cur = (unsigned long long)sb.st_size;
+	room = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+	/* what the file holds now (a sparse one, on a host, holds less than its size) plus the free room, less a
+	 * little for the file system's own needs */
+	nsize = (unsigned long long)sb.st_blocks * 512 + (room > MIB ? room - MIB : 0);
+	if (nsize < cur)
+		nsize = cur;
+	if (!strcmp(st->fat, "vfat") && nsize > FAT32_FILE_MAX)
+		nsize = FAT32_FILE_MAX;
+	nsize -= nsize % MIB;
+	if (nsize <= cur + MIB) {
+		human(cur, a, sizeof a);
+		human(room, b, sizeof b);
+		fprintf(stderr, "%s: no room: %s is %s and its %s has %s free%s: nothing grown\n", what, st->backing, a,
+			st->fat[0] ? st->fat : "file system", b,
+			!strcmp(st->fat, "vfat") && cur + MIB >= FAT32_FILE_MAX ? " (FAT32 files stop at 4 GiB)" : "");
+		close(fd);
+		return -1;
+	}
+	/* fallocate reserves the clusters at once (a full FAT fails here, not later); ftruncate where unsupported */
+	if (fallocate(fd, 0, 0, (off_t)nsize) != 0 && (errno != EOPNOTSUPP || ftruncate(fd, (off_t)nsize) != 0)) {
+		fprintf(stderr,
+			"%s: extend %s to %llu bytes: %s (its size is unchanged or partly grown; the store "
+			"is not)\n",
+			what, st->backing, nsize, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (fsync(fd) != 0 || close(fd) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", what, st->backing, strerror(errno));
+		return -1;
+	}
+	pfmt(loop, sizeof loop, "/dev/%s", st->under);
+	if ((lfd = open(loop, O_RDONLY | O_CLOEXEC)) < 0 || ioctl(lfd, LOOP_SET_CAPACITY, 0) != 0) {
+		fprintf(stderr,
+			"%s: %s (LOOP_SET_CAPACITY): %s: the file is grown, the store will be at the next "
+			"'" PROG " store grow' after a reboot\n",
+			what, loop, strerror(errno));
+		if (lfd >= 0)
+			close(lfd);
+		return -1;
+	}
+	close(lfd);
+	human(cur, a, sizeof a);
+	human(nsize, b, sizeof b);
+	printf("grow: file %s %s -> %s\n", st->backing, a, b);
+	return 0;
+}
+
+/* The mounted ext4 grown to its whole device (online). */
+static int grow_ext4(const struct store_info *st)
+{
+	char dev[STORE_NAME_LEN + 8], a[32], b[32];
+	unsigned char sb[2048];
+	unsigned long long blocks, nblocks, bsize;
+	uint64_t n;
+	int fd;
+
+	pfmt(dev, sizeof dev, "/dev/%s", st->dev);
+	if ((fd = open(dev, O_RDONLY | O_CLOEXEC)) < 0 || pread(fd, sb, sizeof sb, 0) != (ssize_t)sizeof sb) {
+		fprintf(stderr, "%s: read the superblock of %s: %s\n", what, dev, strerror(errno ? errno : EIO));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	bsize = 1024ull << le32(sb + 1024 + 24);
+	blocks = le32(sb + 1024 + 4) | (unsigned long long)le32(sb + 1024 + 0x150) << 32;
+	if (!(le32(sb + 1024 + 0x60) & 0x80)) /* no 64bit feature: the high half is not a count */
+		blocks = le32(sb + 1024 + 4);
+	nblocks = blk_bytes(st->dev) / bsize;
+	if (nblocks <= blocks) {
+		human(blocks * bsize, a, sizeof a);
+		printf("grow: the ext4 on %s (%s) already fills its device\n", dev, a);
+		return 1;
+	}
+	n = nblocks;
+	if ((fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || ioctl(fd, EXT4_IOC_RESIZE_FS, &n) != 0) {
+		fprintf(stderr,
+			"%s: grow the ext4 on %s to %llu blocks (EXT4_IOC_RESIZE_FS): %s: the %s grew, the ext4 "
+			"did not%s\n",
+			what, dev, nblocks, strerror(errno), st->loop ? "file" : "partition",
+			errno == EPERM ? " (it needs root with CAP_SYS_RESOURCE)" : "");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	human(blocks * bsize, a, sizeof a);
+	human(nblocks * bsize, b, sizeof b);
+	printf("grow: ext4 on %s %s -> %s, online\n", dev, a, b);
+	return 0;
+}
+
+int store_grow(int argc, char **argv)
+{
+	struct store_info st;
+	const char *dir, *pos[1];
+	int r = store_args("grow", argc, argv, NULL, NULL, &dir, pos, 0), g, e;
+
+	if (r) {
+		printf("usage: " PROG " store grow [--store DIR]\n"
+		       "Grow the store into the rest of its stick: a partition store to the end of the disk, a file\n"
+		       "store into the free space of its FAT/exFAT; then its ext4, online.\n");
+		return r == 3 ? 0 : 2;
+	}
+	if (store_find(what, dir, &st) != 0)
+		return 1;
+	if (st.ro) {
+		fprintf(stderr, "%s: the store on %s is mounted read-only: it is not grown\n", what, st.dir);
+		return 1;
+	}
+	g = st.loop ? grow_file(&st) : grow_partition(&st);
+	if (g < 0)
+		return 1;
+	if (st.luks && g == 0) {
+		const char *cmd[] = {"cryptsetup", "resize", st.mapper, NULL};
+
+		printf("grow: cryptsetup resize %s (it may ask for the passphrase)\n", st.mapper);
+		if (store_run(cmd, -1) != 0) {
+			fprintf(stderr,
+				"%s: cryptsetup resize %s failed: the %s grew, the store did not yet; run "
+				"'" PROG " store grow' again\n",
+				what, st.mapper, st.loop ? "file" : "partition");
+			return 1;
+		}
+	}
+	e = grow_ext4(&st);
+	if (e < 0)
+		return 1;
+	if (g == 1 && e == 1)
+		return 1;
+	return 0;
+}
