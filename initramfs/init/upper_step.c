@@ -90,6 +90,8 @@ static int mkdir_one(const char *dir, const char *sub)
 static int use_store(const struct plan *p, struct boot *b, struct store *s, bool reset, const struct meta *m)
 {
 	char vdir[PATH_LEN * 2], upper[PATH_LEN * 2], aside[PATH_LEN * 2 + 40], stamp[40], target[PATH_LEN + 16];
+	char mark[PATH_LEN * 2 + 8];
+	bool asked;
 	struct statvfs vfs;
 	struct layer *l;
 
@@ -115,7 +117,14 @@ static int use_store(const struct plan *p, struct boot *b, struct store *s, bool
 	}
 	if (mkdir_one(s->dir, STORE_VDIR) != 0 || mkdir_one(vdir, STORE_WORK) != 0)
 		return -1;
-	if (reset) {
+	/* `liveunion store reset` asks for live.persist.reset from the running system: the same reset, once */
+	if (path_fmt(mark, sizeof(mark), "%s/" STORE_RESET, vdir) != 0)
+		return -1;
+	asked = access(mark, F_OK) == 0;
+	if (asked)
+		msg("persistence: a reset was asked for from the running system (" STORE_VDIR "/" STORE_RESET
+		    "): done as live.persist.reset");
+	if (reset || asked) {
 		static const char *const parts[] = {STORE_UPPER, STORE_PATHS};
 		char from[PATH_LEN * 2];
 		size_t i;
@@ -131,6 +140,9 @@ static int use_store(const struct plan *p, struct boot *b, struct store *s, bool
 				return fail(errno, "move %s aside to %s", from, aside);
 			msg("persistence: live.persist.reset: previous changes kept in %s", aside + strlen(s->dir) + 1);
 		}
+		/* after the moves: a power cut before this only resets once more, into an empty upper */
+		if (asked && unlink(mark) != 0)
+			msg("persistence: remove %s: %s: the next boot resets again", mark, strerror(errno));
 	}
 	if (mkdir_one(vdir, STORE_UPPER) != 0)
 		return -1;
