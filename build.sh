@@ -9,6 +9,9 @@
 #                         under a name that is the hash of their content (iso/netboot.sh; docs/netboot.md)
 #   ./build.sh serve DIR --interface IFACE [--dhcp-range A,B] [--boot fetch|nbd] ...
 #                         serve such a tree: dnsmasq (proxyDHCP, TFTP), nginx, nbd-server (iso/serve.sh --help)
+#   ./build.sh check [--iso FILE] [--profile NAME] [options] SCENARIO...
+#                         boot-and-modify scenarios against an ISO (default: the one this command builds); a
+#                         profile's own configs/profiles/NAME.tests/*.sh when none is named (docs/testing.md)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh dracut-module [--install [ROOT]]
@@ -16,7 +19,7 @@
 #                         ROOT/usr/lib/dracut/modules.d/ (default: this system); then dracut --add liveunion (docs/dracut.md)
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
 #                         keeps trusting the next build)
-#   ./build.sh --profile NAME [build|test [PATTERN]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
+#   ./build.sh --profile NAME [build|test [PATTERN]|check [SCENARIO...]]   a profile (configs/profiles/NAME.conf, e.g. debian, kiosk) on the
 #                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see docs/profiles.md
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS; SB_KEY and SB_CERT (the
 #   Secure Boot key and certificate that sign what we build; default: one made once under out/sb/key), ISO_UKI=1
@@ -160,8 +163,11 @@ STAGE=
 STAGE_NOTE=
 ISO_WORK=$OUT/iso
 SERVE_PKGS=(dnsmasq-base nginx-light nbd-server)
-# netboot's own --profile NAME goes first, where every command takes it.
-if [ "${1:-}" = netboot ]; then
+# what liveunion-check needs to boot an ISO and read what it left: qemu, UEFI firmware, the ISO's menu (xorriso),
+# screenshots (netpbm), stick images and their stores (e2fsprogs, mtools, dosfstools, fdisk)
+CHECK_PKGS=(qemu-system-x86 qemu-utils ovmf xorriso python3 netpbm e2fsprogs mtools dosfstools fdisk bc)
+# netboot's and check's own --profile NAME goes first, where every command takes it.
+if [ "${1:-}" = netboot ] || [ "${1:-}" = check ]; then
 	for ((i = 2; i < $#; i++)); do
 		if [ "${!i}" = --profile ]; then
 			j=$((i + 1))
@@ -173,7 +179,8 @@ fi
 if [ "${1:-}" = --profile ]; then
 	[ $# -ge 2 ] || die "usage: ./build.sh --profile NAME [build|test [PATTERN]]"
 	profile_load "$2"
-	case "${3:-build}" in build | test | netboot) ;; *) die "--profile $2 takes build, test or netboot, not '$3'" ;; esac
+	case "${3:-build}" in build | test | netboot | check) ;; *) die "--profile $2 takes build, test, netboot or check, not '$3'" ;; esac
+	CHECK_PROFILE=$2
 	ISO_WORK=$OUT/profiles/$2/iso
 	# The shared stages, then the profile's layers and ISO in place of the busybox root's. The pc flavour
 	# needs no tiny kernel: Debian's, the init (initramfs stage) with its modules, then the profile.
@@ -198,6 +205,38 @@ test)
 	need_pkgs "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${NETBOOT_PKGS[@]}" "${SERVE_PKGS[@]}"
 	run_stages
 	exec "$TOP/tests/run" "$@"
+	;;
+check)
+	# liveunion-check (tests/check/; docs/testing.md): SCENARIO... against --iso FILE, or the ISO this command builds
+	# (a profile's: with no SCENARIO, its configs/profiles/NAME.tests/*.sh, logged in as its user)
+	shift
+	check_args=() check_iso='' check_scenarios=0
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		--iso) check_iso=${2:?--iso needs a file} && check_args+=(--iso "$2") && shift ;;
+		--out | --login | --login-prompt | --timeout) check_args+=("$1" "${2:?$1 needs a value}") && shift ;;
+		-*) check_args+=("$1") ;;
+		*) check_args+=("$1") && check_scenarios=$((check_scenarios + 1)) ;;
+		esac
+		shift
+	done
+	need_pkgs "${CHECK_PKGS[@]}"
+	if [ -z "$check_iso" ]; then
+		need_pkgs "${BUILD_PKGS[@]}"
+		run_stages
+		check_args=(--iso "$OUT/$ISO_NAME" "${check_args[@]}")
+	fi
+	if [ -n "${CHECK_PROFILE:-}" ]; then
+		# the Debian-based profiles log in as their live user (root has no password), then sudo
+		[ "${PCONF[rootfs]:-${PCONF[base.rootfs]:-}}" != debootstrap ] ||
+			check_args=(--login "${PCONF[user]:-${PCONF[base.user]:-live}}" "${check_args[@]}")
+		if [ "$check_scenarios" -eq 0 ]; then
+			compgen -G "$TOP/configs/profiles/$CHECK_PROFILE.tests/*.sh" >/dev/null ||
+				die "check: no SCENARIO given and no configs/profiles/$CHECK_PROFILE.tests/*.sh"
+			check_args+=("$TOP/configs/profiles/$CHECK_PROFILE.tests/"*.sh)
+		fi
+	fi
+	exec "$TOP/tests/check/liveunion-check" "${check_args[@]}"
 	;;
 usb)
 	shift

@@ -27,24 +27,11 @@ profile_iso() {
 }
 
 # profile_login: log in as the live user on the serial console, then a root shell (dash: no line editing,
-# so vm_quiet's stty -echo holds) through sudo. PROFILE_POKE=1: the login prompt may already be on the console
-# (the caller waited for something else first): an empty line makes getty print it again.
+# so vm_quiet's stty -echo holds) through sudo: vm_login as that user. PROFILE_POKE=1: the login prompt may already
+# be on the console (the caller waited for something else first): an empty line makes getty print it again.
 profile_login() {
-	local start
-	vm_mark
-	start=$VM_MARK # the banner: /etc/issue before the prompt, the motd after it
-	[ -z "${PROFILE_POKE:-}" ] || vm_send ''
-	vm_wait 'login: *$' "$VM_BOOT_TIMEOUT" || return 1
-	vm_send "$PROFILE_USER"
-	vm_wait '[Pp]assword:|\$ *$' "$PROFILE_LOGIN_WAIT" || return 1
-	case "$VM_MATCH" in
-	*assword:*) vm_send '' && vm_wait '\$ *$' "$PROFILE_LOGIN_WAIT" || return 1 ;;
-	esac
-	# shellcheck disable=SC2034 # read by banner_has (lib/boot.bash)
-	VM_BANNER=$(tail -c +$((start + 1)) "$VM_LOG" | head -c $((VM_MARK - start)) | tr -d '\r')
-	vm_send 'exec sudo /bin/sh'
-	vm_wait '# *$' "$PROFILE_LOGIN_WAIT" || return 1
-	vm_quiet
+	VM_LOGIN_USER=$PROFILE_USER VM_LOGIN_PROMPT='login: *$' VM_LOGIN_WAIT=$PROFILE_LOGIN_WAIT \
+		VM_LOGIN_POKE=${PROFILE_POKE:-} vm_login
 }
 
 # profile_reboot: reboot in the same qemu process and log in again.

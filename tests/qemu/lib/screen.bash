@@ -1,8 +1,9 @@
 # shellcheck shell=bash
 # What a person sees on the guest's screen (build host): QMP screendump of the VM's display, PPM files read by a
-# small python3 reader, PNG copies (netpbm's pnmtopng) kept under $OUT/tests/ for people to look at.
+# small python3 reader, PNG copies (netpbm's pnmtopng) kept under $SCREEN_PNG_DIR (default $OUT/tests/) for people
+# to look at.
 #   screen_start_args      the qemu arguments a scenario adds to vm_start (a QMP socket of this VM)
-#   screen_shot NAME       the screen now, as $SCREEN_DIR/NAME.ppm and $OUT/tests/NAME.png (SCREEN_LAST = the .ppm)
+#   screen_shot NAME       the screen now, as $SCREEN_DIR/NAME.ppm and $SCREEN_PNG_DIR/NAME.png (SCREEN_LAST = the .ppm)
 #   screen_is PPM SPEC...  every SPEC "X,Y=RRGGBB" (or "X,Y!=RRGGBB": not that colour) holds, within SCREEN_TOL
 #                          per channel; a row "row:Y=RRGGBB" means every pixel of row Y
 #   screen_wait NAME LIMIT SPEC...  takes screenshots until one matches (SCREEN_WAITED: the seconds it took);
@@ -19,6 +20,7 @@
 SCREEN_DIR=$VM_WORK/screen
 SCREEN_SOCK=$VM_WORK/screen-qmp.sock
 SCREEN_TOL=${SCREEN_TOL:-24}
+SCREEN_PNG_DIR=${SCREEN_PNG_DIR:-$OUT/tests}
 SCREEN_LAST='' SCREEN_WAITED=0
 mkdir -p "$SCREEN_DIR"
 
@@ -34,7 +36,7 @@ screen_shot() {
 		return 255
 	fi
 	SCREEN_LAST=$ppm
-	if ! { mkdir -p "$OUT/tests" && pnmtopng "$ppm" >"$OUT/tests/$name.png" 2>/dev/null; }; then
+	if ! { mkdir -p "$SCREEN_PNG_DIR" && pnmtopng "$ppm" >"$SCREEN_PNG_DIR/$name.png" 2>/dev/null; }; then
 		vm_note "screen_shot: pnmtopng $ppm failed (package netpbm)"
 	fi
 }
@@ -113,7 +115,7 @@ screen_wait() {
 			return 0
 		fi
 		if [ $(($(now_ms) - t0)) -ge $((limit * 1000)) ]; then
-			vm_note "screen $name: no match within ${limit} s ($n screenshots, the last in $OUT/tests/$name.png): $out"
+			vm_note "screen $name: no match within ${limit} s ($n screenshots, the last in $SCREEN_PNG_DIR/$name.png): $out"
 			return 1
 		fi
 		sleep 2

@@ -34,6 +34,7 @@ OVMF=${OVMF:-/usr/share/ovmf/OVMF.fd}
 VM_SB=${VM_SB:-}
 OVMF_SB_CODE=${OVMF_SB_CODE:-/usr/share/OVMF/OVMF_CODE_4M.secboot.fd}
 VM_QEMU=${VM_QEMU:-qemu-system-x86_64}
+VM_LOG_DIR=${VM_LOG_DIR:-$OUT/tests/qemu} # where each VM's console log goes (liveunion-check: out/tests/SCENARIO)
 
 VM_NAME='' VM_LOG='' VM_DIR='' VM_PID='' VM_CAT='' VM_IN='' VM_MARK=0 VM_BOOT_MARK=0 VM_OUT='' VM_MATCH='' VM_BANNER='' VM_SEQ=0
 # VM_T0 (qemu start) and VM_T_MATCH (last vm_wait match), in ms, are read by bench/boot.
@@ -50,6 +51,7 @@ vm_note() { printf '# %s\n' "$*" >&2; }
 #   MODE cd-bios, cd-uefi        IMAGE is an IDE CD (read-only), booted by the firmware
 #        usb-bios, usb-uefi      IMAGE is a USB stick on xHCI, a snapshot: the guest may write, the file never changes
 #        stick-bios, stick-uefi  the same stick written for real (persistence: the host checks the image afterwards)
+#        disk-bios, disk-uefi    IMAGE is the first IDE hard disk, written for real
 #        none                    nothing attached (IMAGE ""): the qemu args bring any disks
 #        net-bios, net-uefi      nothing attached (IMAGE ""): the firmware boots from the network (the qemu args bring
 #                                the NIC; tests/qemu/lib/lab.bash)
@@ -71,7 +73,7 @@ vm_start() {
 	done
 	[ -z "$VM_PID" ] || vm_stop
 	case "$mode" in
-	cd-* | usb-* | stick-*)
+	cd-* | usb-* | stick-* | disk-*)
 		[ -f "$image" ] || { vm_note "vm_start: image '$image' does not exist"; return 1; } ;;
 	none | kernel | net-*) ;; # kernel: the old name, bench/ passes -kernel itself
 	*) vm_note "vm_start: unknown mode '$mode'"; return 1 ;;
@@ -108,6 +110,8 @@ vm_start() {
 	cd-*) media+=(-drive "file=$image,if=ide,index=2,media=cdrom,readonly=on")
 		[ -n "$direct" ] || media+=(-boot order=d) ;;
 	net-*) media+=(-boot order=n) ;;
+	disk-*) media+=(-drive "file=$image,format=raw,if=ide,index=0") # written for real, as a stick- one
+		[ -n "$direct" ] || media+=(-boot order=c) ;;
 	usb-* | stick-*) # a usb- stick is a snapshot; a stick- one is written
 		local snap=,snapshot=on boot=,bootindex=1
 		case "$mode" in stick-*) snap= ;; esac
@@ -117,8 +121,8 @@ vm_start() {
 			-device "usb-storage,bus=xhci.0,drive=stick$boot") ;;
 	esac
 	VM_NAME=$name
-	mkdir -p "$OUT/tests/qemu" || return 1
-	VM_LOG=$OUT/tests/qemu/$name.log
+	mkdir -p "$VM_LOG_DIR" || return 1
+	VM_LOG=$VM_LOG_DIR/$name.log
 	: >"$VM_LOG" || return 1
 	VM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-vm.XXXXXX") || return 1
 	mkfifo "$VM_DIR/con.in" "$VM_DIR/con.out" || return 1
@@ -215,18 +219,40 @@ vm_quiet() {
 	vm_wait "@@Q$n@@" "${VM_QUIET_WAIT:-30}"
 }
 
-# vm_login: log in as root on the console (empty password), keep what was shown in VM_BANNER.
+# The console login (docs/testing.md, "Logging in"): VM_LOGIN_USER (default root) at the first line matching
+# VM_LOGIN_PROMPT, VM_LOGIN_PASSWORD when a password is asked; a user other than root then gets a root shell by
+# `exec sudo /bin/sh` (VM_LOGIN_SUDO=0: stay that user). Each step waits up to VM_LOGIN_WAIT seconds;
+# VM_LOGIN_POKE=1 sends an empty line first (the prompt may already be on the console).
+VM_LOGIN_USER=${VM_LOGIN_USER:-root}
+VM_LOGIN_PASSWORD=${VM_LOGIN_PASSWORD:-}
+VM_LOGIN_PROMPT=${VM_LOGIN_PROMPT:-login: *}
+VM_LOGIN_SUDO=${VM_LOGIN_SUDO:-1}
+VM_LOGIN_WAIT=${VM_LOGIN_WAIT:-60}
+VM_LOGIN_POKE=${VM_LOGIN_POKE:-}
+
+# vm_login: log in on the console as above, keep what was shown (issue, motd) in VM_BANNER, then vm_quiet.
 vm_login() {
-	local start
+	local start shell='# '
+	# another user's shell prompt ends in $ (the root shell after sudo in # ; dash: nothing after it)
+	[ "$VM_LOGIN_USER" = root ] || shell='\$ *$'
 	vm_mark
-	vm_wait 'login: *' "$VM_BOOT_TIMEOUT" || return 1
 	start=$VM_MARK
-	vm_send root
-	vm_wait '[Pp]assword:|# ' 60 || return 1
+	[ -z "$VM_LOGIN_POKE" ] || vm_send ''
+	vm_wait "$VM_LOGIN_PROMPT" "$VM_BOOT_TIMEOUT" || return 1
+	[ "$VM_LOGIN_USER" != root ] || start=$VM_MARK
+	vm_send "$VM_LOGIN_USER"
+	vm_wait "[Pp]assword:|$shell" "$VM_LOGIN_WAIT" || return 1
 	case "$VM_MATCH" in
-	*assword:*) vm_send '' && vm_wait '# ' 60 || return 1 ;;
+	*assword:*) vm_send "$VM_LOGIN_PASSWORD" && vm_wait "$shell" "$VM_LOGIN_WAIT" || return 1 ;;
 	esac
 	VM_BANNER=$(tail -c +$((start + 1)) "$VM_LOG" | head -c $((VM_MARK - start)) | tr -d '\r')
+	if [ "$VM_LOGIN_USER" != root ] && [ "$VM_LOGIN_SUDO" = 1 ]; then
+		vm_send 'exec sudo /bin/sh'
+		vm_wait '[Pp]assword[^:]*:|# *$' "$VM_LOGIN_WAIT" || return 1
+		case "$VM_MATCH" in
+		*assword*) vm_send "$VM_LOGIN_PASSWORD" && vm_wait '# *$' "$VM_LOGIN_WAIT" || return 1 ;;
+		esac
+	fi
 	vm_quiet
 }
 
@@ -364,7 +390,7 @@ log_lacks() {
 # vm_fact CMD WANT: one fact about the guest in one check: CMD succeeds there and prints exactly WANT.
 vm_fact() {
 	vm_run "$1" ${3:+"$3"} && [ "$VM_OUT" = "$2" ] && return 0
-	vm_note "vm_fact: wanted: $2"
+	vm_note "vm_fact: expected: $2"
 	return 1
 }
 # vm_none CMD [ERE]: an absence in the guest: CMD succeeds and no line of its output matches ERE (default: prints
