@@ -4,7 +4,7 @@
 # ./build.sh usb makes them, attached as loop devices: a partition store (MBR, last partition) on a disk with room
 # after it, a file store reached through a mounted FAT32, and one used in place on its FAT32 partition (a loop
 # device with an offset, as the init sets it up). LUKS needs device-mapper, which this host lacks: it is tested
-# in tests/qemu/persist-store-tools.sh. Needs root; runs in a private mount namespace and detaches its loops.
+# in tests/qemu/persist-store-tools.sh. The command runs under ASan/UBSan. Needs root; runs in a private mount namespace and detaches its loops.
 set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -12,7 +12,6 @@ needs_root mounts, loop devices, partition tables
 private_mounts "$@"
 
 tmp=$(mktemp -d /tmp/store-tools-test.XXXXXX)
-LU=$OUT/liveunion/liveunion
 cleanup() {
 	local m l
 	for m in $(findmnt -rn -o TARGET | grep -E "^$tmp/" | sort -r); do
@@ -28,7 +27,12 @@ cleanup() {
 	rm -rf "$tmp"
 }
 at_exit cleanup
-make -s -C "$TOP/liveunion" OUT="$OUT" >/dev/null
+# the command built with ASan/UBSan (the flags and the library of liveunion/Makefile's san flavour)
+make -s -C "$TOP/liveunion" OUT="$OUT" san >/dev/null
+LU=$tmp/liveunion-san
+# shellcheck disable=SC2046 # the flags are words
+cc $(make -s -C "$TOP/liveunion" OUT="$OUT" print-cflags-san) -o "$LU" "$TOP"/liveunion/cmd/*.c \
+	"$OUT/liveunion/san/libliveunion.a"
 
 # lu ARGS...: runs liveunion, output (both streams) in $out, status in $rc
 lu() {
