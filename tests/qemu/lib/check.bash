@@ -78,7 +78,7 @@ vm_boot() {
 		[ -f "$image" ] || { vm_note "vm_boot: image '$image' does not exist"; return 1; }
 		# the log starts from the stick as it is now: powercut_disk replays onto this copy
 		cp --sparse=always "$image" "$VM_WORK/pristine.img" || return 1
-		POWERCUT_LOG=$VM_WORK/writes.log
+		POWERCUT_LOG=$VM_WORK/writes.log && : >"$POWERCUT_LOG" || return 1
 		# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
 		extra+=(-device qemu-xhci,id=xhci -blockdev "driver=blklogwrites,node-name=stick,file.driver=file,file.filename=$image,log.driver=file,log.filename=$POWERCUT_LOG,log-sector-size=512,log-append=off"
 			-device usb-storage,bus=xhci.0,drive=stick,bootindex=1)
