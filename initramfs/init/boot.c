@@ -1,4 +1,4 @@
-/* The step loop: medium, layers, toram, upper, overlay, and for PID 1 the switch; the one failure report. */
+/* The step loop: medium, layers, toram, store, upper, overlay, and for PID 1 the switch; the one failure report. */
 #include "boot.h"
 
 #include <errno.h>
@@ -17,10 +17,11 @@
 #include "modload.h"
 #include "nbd.h"
 #include "paths.h"
-#include "persist.h"
 #include "shell.h"
 #include "stack.h"
+#include "store_step.h"
 #include "toram.h"
+#include "upper_step.h"
 #include "util.h"
 
 /* The boot budget (bench/boot, `liveunion status`): when the init started and each step began and ended,
@@ -114,11 +115,11 @@ static int step_switch(const struct plan *p, struct boot *b)
 	return handover(p, env->init_argv);
 }
 
-/* Indexed by enum step_id. The upper step is persist.c's: the store when there is a usable one,
- * else the tmpfs of stack_upper. */
+/* Indexed by enum step_id. The store step decides whether there is a store and in which mode; the upper step
+ * reads that decision. */
 static int (*const steps[S_COUNT])(const struct plan *, struct boot *) = {
-	[S_MEDIUM] = step_medium,  [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,
-	[S_UPPER] = persist_upper, [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
+	[S_MEDIUM] = step_medium, [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,   [S_STORE] = store_step,
+	[S_UPPER] = upper_step,   [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
 };
 
 static void warn_msg(void *ctx, const char *text)

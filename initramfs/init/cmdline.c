@@ -8,7 +8,7 @@
 #include "liveunion/contract.h"
 
 /* The boot steps in their order (enum step_id): live.break= stops before one. */
-static const char *const break_choices[] = {"medium", "layers", "toram", "upper", "overlay", "switch", NULL};
+static const char *const break_choices[] = {"medium", "layers", "toram", "store", "upper", "overlay", "switch", NULL};
 
 /* Every live.* key the init understands. The parameter list of docs/boot.md is generated from
  * `init --help-keys`, which prints exactly this table (kept as written: one key per entry). */

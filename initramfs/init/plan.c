@@ -225,6 +225,7 @@ void plan_boot_init(const struct plan *p, struct boot *b)
 	b->upper_bytes = p->upper_bytes;
 	copy(b->upper_kind, sizeof(b->upper_kind), "tmpfs");
 	copy(b->medium_fstype, sizeof(b->medium_fstype), "iso9660");
+	b->store.loopfd = -1;
 }
 
 int plan_root_hash(const struct plan *p, const char *name, char *hash, size_t hlen, char *err, size_t elen)

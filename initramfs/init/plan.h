@@ -5,6 +5,7 @@
 
 #include "cmdline.h"
 #include "medium.h"
+#include "meta.h"
 #include "netcfg.h"
 #include "plan_steps.h"
 
@@ -109,6 +110,26 @@ struct plan {
 	char adjusted[400]; /* values plan_make clamped (live.size=, live.timeout=), said on the console; "" if none */
 };
 
+/* The store step's one decision (store_step.c): the store mounted on run_live/store read-write, read-only
+ * (live.persist.ro: its upper is a lower layer) or only for its saved layers (live.persist=off: ro, noload), or none,
+ * with why in persist_result. The upper step reads it. */
+enum store_mode { SM_NONE, SM_RW, SM_RO, SM_SAVED };
+
+struct store {
+	enum store_mode mode;
+	char dev[64];             /* block device holding the ext4 store (a partition, /dev/loopN, /dev/mapper/...) */
+	char what[PATH_LEN + 64]; /* for the messages: "/dev/sda3 (LABEL=liveunion-rw)" */
+	char host[PATH_LEN + 16]; /* where the FAT/exFAT holding the image file is mounted, or "" */
+	char dir[PATH_LEN + 16];  /* run_live/store */
+	bool ro;
+	bool dev_ro;   /* ro because the device is (a write-protected stick), not because live.persist.ro asked */
+	bool luks;     /* dev is a LUKS2 container (label or UUID matched its header): unlock before use */
+	bool unlocked; /* dev is the LUKS mapping opened for it: closed again when the store is not used */
+	int loopfd;    /* the loop device of an image file until the store is in use, else -1 */
+	bool have_meta;
+	struct meta meta; /* what its liveunion-v1/meta said (have_meta) */
+};
+
 /* What carrying the plan out found and did: the steps fill it. */
 struct boot {
 	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
@@ -121,7 +142,9 @@ struct boot {
 	struct layer layer[MAX_LAYERS];
 	char layers_excluded[VALUE_MAX]; /* layers on the medium (or saved in the store) that live.layers= left out */
 	bool pick_unknown[MAX_PICKS];    /* live.layers= entries that name no layer found so far */
-	int nsaved; /* how many of the layers (the top ones below a persist layer) come from the store */
+	int nsaved;       /* how many of the layers (the top ones below a persist layer) come from the store */
+	bool store_layer; /* the top layer is the store's upper, read-only (live.persist.ro) */
+	struct store store;
 	char verify_result[200];
 	char check_result[200];
 	char toram_result[200];

@@ -6,13 +6,11 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mount.h>
-#include <unistd.h>
 
 #include "layers.h"
 #include "liveunion/contract.h"
 #include "log.h"
 #include "stack.h"
-#include "store.h"
 #include "util.h"
 
 /* List store_dir/liveunion-v1/layers/ and plan its NN-name.squashfs files above the medium's layers
@@ -80,85 +78,10 @@ void saved_unmount(struct boot *b)
 	layers_drop_saved(b);
 }
 
-int saved_check_filter(const struct plan *p, const struct boot *b)
+void saved_plan(const struct plan *p, struct boot *b, const char *store_dir)
 {
-	char err[VALUE_MAX + 200];
-
-	if (layers_check_filter(p, b, err, sizeof(err)) != 0)
-		return fail(ENOENT, "choose layers: %s", err);
-	return 0;
-}
-
-int saved_plan(const struct plan *p, struct boot *b, struct store *s, int loopfd)
-{
-	if (saved_pick(p, b, s->dir) < 0) {
+	if (saved_pick(p, b, store_dir) < 0) {
 		msg("saved layers: %s: %s; none used", fail_what(), strerror(fail_errno()));
 		fail_clear();
 	}
-	if (saved_check_filter(p, b) == 0)
-		return 0;
-	layers_drop_saved(b);
-	store_release(s, loopfd, true);
-	return -1;
-}
-
-int saved_only_boot(const struct plan *p, struct boot *b)
-{
-	struct store s;
-	struct sb sb;
-	char why[300];
-	int loopfd, n;
-
-	memset(&s, 0, sizeof(s));
-	s.ro = true;
-	text_fmt(b->persist_result, sizeof(b->persist_result), "none: live.persist=off");
-	if (store_dirs(p, &s) != 0)
-		return -1;
-	if (!store_find(p, b, PK_AUTO, &s, &loopfd, why, sizeof(why))) {
-		msg("persistence: none: live.persist=off; no saved layers (%s)", why);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	if (s.luks) { /* live.persist=off asks for nothing */
-		msg("persistence: none: live.persist=off; the store %s is encrypted and not unlocked: no saved layers",
-		    s.what);
-		store_release(&s, loopfd, false);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	/* no e2fsck here (nothing may be written), so a store the kernel marked damaged is not read at all */
-	if (store_read_sb(s.dev, &sb) == 0 && sb.ext && sb.errors) {
-		msg("persistence: none: live.persist=off; the store %s is marked as having errors (run e2fsck %s by hand): "
-		    "no saved layers",
-		    s.what, s.dev);
-		store_release(&s, loopfd, false);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	if (store_read_sb(s.dev, &sb) != 0 || !sb.ext ||
-	    do_mount(s.dev, s.dir, "ext4", MS_RDONLY | MS_NODEV | MS_NOSUID | MS_NOEXEC, "noload") != 0) {
-		msg("persistence: none: live.persist=off; the store %s cannot be read (%s: %s): no saved layers",
-		    s.what, sb.ext ? fail_what() : "not ext2/3/4", strerror(sb.ext ? fail_errno() : EINVAL));
-		fail_clear();
-		store_release(&s, loopfd, false);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	if (sb.recover)
-		msg("persistence: live.persist=off: the store %s has a journal to replay (a power cut?); it is read "
-		    "without replaying it, so the newest saved layer may be missing or damaged: boot once with "
-		    "persistence to replay it",
-		    s.what);
-	if (saved_plan(p, b, &s, loopfd) != 0)
-		return -1;
-	n = saved_mount(p, b, s.what);
-	if (n == 0) {
-		msg("persistence: none: live.persist=off; no saved layers stacked from %s", s.what);
-		store_release(&s, loopfd, true);
-		return stack_upper(p);
-	}
-	if (loopfd >= 0 && close(loopfd) != 0)
-		msg("close %s: %s", s.dev, strerror(errno));
-	text_fmt(b->persist_result, sizeof(b->persist_result),
-		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay", n,
-		 s.what);
-	msg("persistence: %s; changes go to tmpfs", b->persist_result);
-	stack_print(p, b);
-	return stack_upper(p);
 }

@@ -1,4 +1,4 @@
-/* The persistence store, for persist.c and saved.c (its saved layers): a partition by label, UUID or PARTUUID
+/* The persistence store, for the store step (store_step.c): a partition by label, UUID or PARTUUID
  * (ext4, or a LUKS2 container that luks.c unlocks), or an ext4 image file on a FAT/exFAT partition of the boot
  * disk or beside a booted ISO file, found (reading only, attaching loop devices) and checked with e2fsck. */
 #include "store.h"
@@ -452,12 +452,13 @@ int store_check(const struct store *s)
 	return (rc = run_wait(ncheck)) == 0 ? 0 : check_failed(s, "-n", rc, "left untouched");
 }
 
-void store_release(struct store *s, int loopfd, bool mounted)
+void store_release(struct store *s, bool mounted)
 {
 	if (mounted && umount(s->dir) != 0)
 		msg("umount %s: %s", s->dir, strerror(errno));
-	if (loopfd >= 0 && close(loopfd) != 0)
+	if (s->loopfd >= 0 && close(s->loopfd) != 0)
 		msg("close %s: %s", s->dev, strerror(errno));
-	if (loopfd >= 0 && umount(s->host) != 0 && errno != EINVAL)
+	if (s->loopfd >= 0 && umount(s->host) != 0 && errno != EINVAL)
 		msg("umount %s: %s", s->host, strerror(errno));
+	s->loopfd = -1;
 }

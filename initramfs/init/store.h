@@ -15,16 +15,6 @@ struct sb {
 	char uuid[37];
 };
 
-struct store {
-	char dev[64];             /* block device holding the ext4 store (a partition or /dev/loopN) */
-	char what[PATH_LEN + 64]; /* for the messages: "/dev/sda3 (LABEL=liveunion-rw)" */
-	char host[PATH_LEN + 16]; /* where the FAT/exFAT holding the image file is mounted, or "" */
-	char dir[PATH_LEN + 16];  /* run_live/store */
-	bool ro;
-	bool dev_ro; /* ro because the device is (a write-protected stick), not because live.persist.ro asked */
-	bool luks;   /* dev is a LUKS2 container (label or UUID matched its header): unlock before use */
-};
-
 /* s->dir (run_live/store, where the store is mounted) and s->host (where a FAT holding an image file is)
  * made; 0, or -1 with fail() set. */
 int store_dirs(const struct plan *p, struct store *s);
@@ -45,6 +35,6 @@ int store_find(const struct plan *p, const struct boot *b, enum persist_kind kin
 /* e2fsck of the found store: -n, or -p for a journal to replay when writable. 0 when it may be mounted;
  * else -1, said on the console (a store with errors is left untouched). */
 int store_check(const struct store *s);
-/* Undo store_find and the mount: the loop device of an image file, the FAT it is on. */
-void store_release(struct store *s, int loopfd, bool mounted);
+/* Undo store_find and the mount (mounted): the loop device of an image file (s->loopfd, then -1), the FAT it is on. */
+void store_release(struct store *s, bool mounted);
 #endif

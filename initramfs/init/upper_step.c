@@ -1,7 +1,8 @@
-/* live.persist=: the persistence store as the overlay's upper layer. Nothing here ever formats,
- * repairs by guesswork or deletes: a store that is not clean is left alone and the boot goes on
- * with tmpfs, saying why. */
-#include "persist.h"
+/* The upper step, a choice of three: the store's versioned directory (the store step mounted it read-write), the
+ * store for some paths only (live.persist.paths or its paths.conf), or a tmpfs: with live.persist.ro, without a store,
+ * and the one fallback when the store cannot be prepared (said). Nothing here ever formats, repairs by guesswork or
+ * deletes: a reset moves the previous changes aside. */
+#include "upper_step.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,12 +16,9 @@
 
 #include "liveunion/contract.h"
 #include "log.h"
-#include "luks.h"
-#include "meta.h"
 #include "paths.h"
-#include "saved.h"
 #include "stack.h"
-#include "store.h"
+#include "store_step.h"
 #include "util.h"
 
 static void now_text(char *buf, size_t len, const char *fmt)
@@ -85,36 +83,17 @@ static int mkdir_one(const char *dir, const char *sub)
 	return 0;
 }
 
-/* Mounted store -> versioned directory ready, reset done, bound on run_live/upper (or, read-only,
- * its upper added as the top lower layer). */
-static int use_store(const struct plan *p, struct boot *b, struct store *s, bool reset, const struct meta *m)
+/* The store mounted read-write -> its versioned directory ready, reset done, meta written, then bound on
+ * run_live/upper or only some paths selected (paths.c). */
+static int use_store(const struct plan *p, struct boot *b, const struct store *s)
 {
-	char vdir[PATH_LEN * 2], upper[PATH_LEN * 2], aside[PATH_LEN * 2 + 40], stamp[40], target[PATH_LEN + 16];
+	char vdir[PATH_LEN * 2], aside[PATH_LEN * 2 + 40], stamp[40], target[PATH_LEN + 16];
 	char mark[PATH_LEN * 2 + 8];
 	bool asked;
 	struct statvfs vfs;
-	struct layer *l;
 
-	if (path_fmt(vdir, sizeof(vdir), "%s/" STORE_VDIR, s->dir) != 0 ||
-	    path_fmt(upper, sizeof(upper), "%s/" STORE_UPPER, vdir) != 0)
+	if (path_fmt(vdir, sizeof(vdir), "%s/" STORE_VDIR, s->dir) != 0)
 		return -1;
-	if (s->ro) {
-		if (access(upper, F_OK) != 0) {
-			msg("persistence: %s has no " STORE_VDIR "/" STORE_UPPER " yet: nothing to add read-only",
-			    s->what);
-			return 0;
-		}
-		if (b->nlayers == MAX_LAYERS)
-			return fail(E2BIG, "add the store as a layer: already %d layers", MAX_LAYERS);
-		l = &b->layer[b->nlayers];
-		memset(l, 0, sizeof(*l));
-		text_fmt(l->name, sizeof(l->name), "persist");
-		text_fmt(l->file, sizeof(l->file), "%s", s->dev);
-		text_fmt(l->dir, sizeof(l->dir), "%s", upper);
-		l->loop = -1;
-		b->nlayers++;
-		return 0;
-	}
 	if (mkdir_one(s->dir, STORE_VDIR) != 0 || mkdir_one(vdir, STORE_WORK) != 0)
 		return -1;
 	/* `liveunion store reset` asks for live.persist.reset from the running system: the same reset, once */
@@ -124,7 +103,7 @@ static int use_store(const struct plan *p, struct boot *b, struct store *s, bool
 	if (asked)
 		msg("persistence: a reset was asked for from the running system (" STORE_VDIR "/" STORE_RESET
 		    "): done as live.persist.reset");
-	if (reset || asked) {
+	if (p->persist_reset || asked) {
 		static const char *const parts[] = {STORE_UPPER, STORE_PATHS};
 		char from[PATH_LEN * 2];
 		size_t i;
@@ -147,7 +126,7 @@ static int use_store(const struct plan *p, struct boot *b, struct store *s, bool
 	if (mkdir_one(vdir, STORE_UPPER) != 0)
 		return -1;
 	/* a full store still holds the user's changes: it is used without a new meta */
-	if (update_meta(b, vdir, m) != 0) {
+	if (update_meta(b, vdir, s->have_meta ? &s->meta : NULL) != 0) {
 		msg("persistence: %s: %s: the meta file was not updated; the store is used as it is", fail_what(),
 		    strerror(fail_errno()));
 		fail_clear();
@@ -164,140 +143,42 @@ static int use_store(const struct plan *p, struct boot *b, struct store *s, bool
 	return 0;
 }
 
-/* The store's format, read from its meta while it is mounted read-only: 0 when this init may use it (*m
- * filled, *have whether there was a meta file), else -1 with the reason said: nothing has been written. */
-static int store_format(const struct store *s, struct meta *m, bool *have)
+/* "store|read-only WHAT, ext4, N MiB free..." into persist_result, said with where the store's directory went. */
+static void say_store(const struct plan *p, struct boot *b, const struct store *s)
 {
-	char path[PATH_LEN * 2], text[1024], why[200];
-	enum meta_verdict v;
-
-	*have = false;
-	memset(m, 0, sizeof(*m));
-	if (path_fmt(path, sizeof(path), "%s/" STORE_VDIR "/" STORE_META, s->dir) != 0)
-		return -1;
-	if (access(path, F_OK) == 0) {
-		if (read_text(path, text, sizeof(text)) < 0)
-			return -1;
-		*have = true;
-		(void)meta_parse(text, m); /* a bad format= line is judged below */
-	}
-	v = meta_judge(*have ? m : NULL);
-	meta_explain(m, v, why, sizeof(why));
-	if (v == META_NEWER || v == META_BAD) {
-		msg("persistence: %s: store %s: not used, nothing written to it; changes go to tmpfs", s->what, why);
-		return -1;
-	}
-	if (v == META_UPGRADE)
-		msg("persistence: %s: store %s", s->what, why);
-	dbg("persistence: %s: store %s", s->what, why);
-	return 0;
-}
-
-/* An I/O error on the store (a failing or pulled stick) makes it read-only at once, as Debian mounts its root:
- * nothing more is written to a device that misbehaves; the live system's devwatch says so. */
-#define STORE_MOUNT_OPTS "errors=remount-ro"
-
-/* The checked store mounted on s->dir, read-only first: one of a format this init does not know is unmounted
- * again as it was found. 0 mounted (read-write unless s->ro), else -1. */
-static int mount_store(const struct store *s, struct meta *m, bool *have)
-{
-	if (do_mount(s->dev, s->dir, "ext4", MS_RDONLY, STORE_MOUNT_OPTS) != 0)
-		return -1;
-	if (store_format(s, m, have) == 0 &&
-	    (s->ro || do_mount(s->dev, s->dir, "ext4", MS_REMOUNT, STORE_MOUNT_OPTS) == 0))
-		return 0;
-	if (umount(s->dir) != 0)
-		msg("umount %s: %s", s->dir, strerror(errno));
-	return -1;
-}
-
-int persist_upper(const struct plan *p, struct boot *b)
-{
-	struct store s;
+	char only[MAX_PATHS * PATH_LEN] = "";
 	struct statvfs vfs;
-	char why[300], only[MAX_PATHS * PATH_LEN] = "";
-	struct meta m;
-	bool have_meta = false;
-	int loopfd, found, i;
-	size_t used;
+	unsigned long long mib = statvfs(s->dir, &vfs) == 0 ? (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 : 0;
+	int i;
 
-	memset(&s, 0, sizeof(s));
-	s.ro = p->persist_ro;
-	if (p->persist_kind == PK_OFF && p->net != NET_NONE) {
-		text_fmt(b->persist_result, sizeof(b->persist_result),
-			 "none: network boot (live.persist= naming a store on a local disk keeps changes)");
-		msg("persistence: %s", b->persist_result);
-		return stack_upper(p);
-	}
-	if (p->persist_kind == PK_OFF)
-		return saved_only_boot(p, b);
-	if (p->persist_kind == PK_BAD) {
-		text_fmt(b->persist_result, sizeof(b->persist_result),
-			 "none: live.persist=%s is not auto, off, LABEL=x, UUID=x, PARTUUID=x or file:PATH",
-			 p->persist);
-		msg("persistence: %s", b->persist_result);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	if (store_dirs(p, &s) != 0)
-		return -1;
-	found = store_find(p, b, p->persist_kind, &s, &loopfd, why, sizeof(why));
-	if (!found) {
-		text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s", why);
-		msg("persistence: %s", b->persist_result);
-		return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-	}
-	/* the store found as today, and only it, is asked for: another encrypted disk never is */
-	if (s.luks) {
-		char mapped[64];
+	for (i = 0; i < b->npaths; i++)
+		text_list_add(only, sizeof(only), b->paths[i], strlen(b->paths[i]));
+	text_fmt(b->persist_result, sizeof(b->persist_result), "%s %s, ext4, %llu MiB free%s%s%s",
+		 s->ro ? "read-only" : "store", s->what, mib, s->ro ? ", changes go to tmpfs" : "",
+		 b->npaths ? ", only " : "", only);
+	msg("persistence: %s, " STORE_VDIR " on %s/%s", b->persist_result, p->run_live,
+	    s->ro     ? LIVE_LAYERS :
+	    b->npaths ? LIVE_STORE :
+			LIVE_UPPER);
+}
 
-		if (luks_unlock(p, b, s.dev, s.what, s.ro, mapped, sizeof(mapped), why, sizeof(why)) != 0) {
-			text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s (not unlocked)", why);
-			msg("persistence: %s: not unlocked, nothing written to it; changes go to tmpfs", why);
-			store_release(&s, loopfd, false);
-			return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
-		}
-		used = strlen(s.what);
-		text_fmt(s.what + used, sizeof(s.what) - used, " unlocked as %s", mapped);
-		text_fmt(s.dev, sizeof(s.dev), "%s", mapped);
-	}
-	if (store_check(&s) == 0 && mount_store(&s, &m, &have_meta) == 0) {
-		if (saved_plan(p, b, &s, loopfd) != 0)
-			return -1;
-		if (b->nsaved && saved_mount(p, b, s.what))
-			stack_print(p, b);
-		if (use_store(p, b, &s, p->persist_reset, have_meta ? &m : NULL) == 0) {
-			unsigned long long mib = statvfs(s.dir, &vfs) == 0 ?
-							 (unsigned long long)vfs.f_bavail * vfs.f_frsize >> 20 :
-							 0;
+int upper_step(const struct plan *p, struct boot *b)
+{
+	struct store *s = &b->store;
 
-			for (i = 0; i < b->npaths; i++)
-				text_list_add(only, sizeof(only), b->paths[i], strlen(b->paths[i]));
-			text_fmt(b->persist_result, sizeof(b->persist_result), "%s %s, ext4, %llu MiB free%s%s%s",
-				 s.ro ? "read-only" : "store", s.what, mib, s.ro ? ", changes go to tmpfs" : "",
-				 b->npaths ? ", only " : "", only);
-			msg("persistence: %s, " STORE_VDIR " on %s/%s", b->persist_result, p->run_live,
-			    s.ro      ? LIVE_LAYERS :
-			    b->npaths ? LIVE_STORE :
-					LIVE_UPPER);
-			if (loopfd >= 0 && close(loopfd) != 0)
-				msg("close %s: %s", s.dev, strerror(errno));
-			return s.ro || b->npaths ? stack_upper(p) : 0;
+	if (s->mode == SM_RW || s->mode == SM_RO) {
+		if (s->mode == SM_RO || use_store(p, b, s) == 0) {
+			say_store(p, b, s);
+			if (s->loopfd >= 0 && close(s->loopfd) != 0)
+				msg("close %s: %s", s->dev, strerror(errno));
+			s->loopfd = -1;
+			if (s->mode == SM_RW && !b->npaths)
+				return 0;
+			return stack_upper(p);
 		}
 		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
 		fail_clear();
-		if (b->nsaved) {
-			msg("saved layers: left out with their store");
-			saved_unmount(b);
-		}
-		if (umount(s.dir) != 0)
-			msg("umount %s: %s", s.dir, strerror(errno));
-	} else if (fail_what()[0]) {
-		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
-		fail_clear();
+		store_drop(b, true);
 	}
-	text_fmt(b->persist_result, sizeof(b->persist_result), "none: %s not usable (see above)", s.what);
-	if (s.luks)
-		luks_close(b);
-	store_release(&s, loopfd, false);
-	return saved_check_filter(p, b) == 0 ? stack_upper(p) : -1;
+	return stack_upper(p);
 }

@@ -60,7 +60,7 @@ stick_round() {
 	check "$v-toram-copy-verified" log_has "${p}live\.toram: the RAM copy matches what was read"
 	check "$v-toram-medium-released" log_has "${p}live\.toram: layers are in RAM; the medium /dev/sd[a-z]+[0-9]* is released"
 	check "$v-toram-medium-not-mounted" vm_none 'cat /proc/mounts' ' /run/live/medium '
-	check "$v-plan-handed-over" vm_fact "grep '^done=' /run/live/plan" 'done=medium,layers,toram,upper,overlay'
+	check "$v-plan-handed-over" vm_fact "grep '^done=' /run/live/plan" 'done=medium,layers,toram,store,upper,overlay'
 	check "$v-plan-toram-result" vm_run 'grep "^toram.result=copied .* medium released" /run/live/plan'
 	vm_run "grep ' / ' /proc/mounts | tail -n 1"
 	check "$v-root-is-overlay" out_has '^[^ ]+ / overlay '

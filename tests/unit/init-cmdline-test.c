@@ -181,7 +181,7 @@ static void test_table(void)
 		CHECK(key_table[k].help && key_table[k].help[0], "live.%s has help", key_table[k].name);
 	}
 	/* The documented step names are exactly the ones live.break= accepts, one choice per step in order. */
-	CHECK(strstr(buf, "the boot continues when it exits: medium|layers|toram|upper|overlay|switch\n") != NULL,
+	CHECK(strstr(buf, "the boot continues when it exits: medium|layers|toram|store|upper|overlay|switch\n") != NULL,
 	      "help lists the choices of live.break");
 	for (i = 0; i < S_COUNT; i++) {
 		char line[64];

@@ -142,7 +142,7 @@ static void test_plan(void)
 	CHECK(strstr(buf, "\nbreak=overlay\n") != NULL, "break printed");
 	CHECK(strstr(buf, "\nupper.bytes=268435456\n") != NULL, "upper bytes printed");
 	CHECK(strstr(buf, "medium=UUID=2026-01-01-12-34-56-00\n") == buf, "medium first line");
-	CHECK(strstr(buf, "\nsteps=medium,layers,toram,upper,overlay,switch\n") != NULL, "steps printed");
+	CHECK(strstr(buf, "\nsteps=medium,layers,toram,store,upper,overlay,switch\n") != NULL, "steps printed");
 	CHECK(strstr(buf, "\ndone=\n") != NULL, "nothing done yet");
 	b.done = 2;
 	plan_print(&p, &b, buf, sizeof(buf));

@@ -99,7 +99,7 @@ for d in medium layers/10-base layers/20-extra upper/upper upper/work; do
 done
 check "plan names the layers bottom first" grep -qx 'layers=10-base,20-extra' "$run/plan"
 check "plan names the device" grep -qx "medium.device=${medium_sq_loop:-$dev/$ln}" "$run/plan"
-check "plan says overlay done" grep -qx 'done=medium,layers,toram,upper,overlay' "$run/plan"
+check "plan says overlay done" grep -qx 'done=medium,layers,toram,store,upper,overlay' "$run/plan"
 check "absolute /sbin/init symlink resolved inside the new root" grep -q 'init /sbin/init found' "$tmp/out"
 check "README on the medium ignored" no_line README "$run/plan"
 unstack

@@ -59,7 +59,7 @@ check "the top layer wins" test "$(cat "$root/etc/who")" = extra
 check "the root is writable" sh -c "echo hi >'$root/new' && test \"\$(cat '$root/new')\" = hi"
 check "the change lands in run/live/upper" test -f "$run/upper/upper/new"
 check "the layers sit under run/live" test -d "$run/layers/10-base/etc"
-check "run/live/plan: the steps up to the overlay done" grep -qx 'done=medium,layers,toram,upper,overlay' "$run/plan"
+check "run/live/plan: the steps up to the overlay done" grep -qx 'done=medium,layers,toram,store,upper,overlay' "$run/plan"
 check "nothing switched: no switch in the plan" no_line 'done=.*switch' "$run/plan"
 check "nothing switched: no 'switching to'" no_line 'switching to' "$tmp/out"
 if [ -f "/lib/modules/$(uname -r)/modules.dep" ]; then
