@@ -202,7 +202,7 @@ debian_layer() {
 	tree=$(debian_tree "$name" "$suite" "$mirror") || exit 1
 	rootfs_man
 	h=$(printf '%s\n%s\n%s\n' "$(basename "$tree")" "$(hash_of "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" \
-		"$TOP/rootfs/debian.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" \
+		"$TOP/rootfs/debian.sh" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh" "$TOP/liveunion" "$OUT/liveunion/man/liveunion-boot.7" "$TOP/VERSION")" \
 		"$PFLAVOUR $([ "$PFLAVOUR" != pc ] || hash_of "$OUT/pc/release" "$OUT/pc/overlay.ko" "$OUT/pc/squashfs.ko")" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
@@ -214,13 +214,5 @@ debian_layer() {
 	mkdir -p "$(dirname "$out")"
 	cp -a "$tree" "$t" || die "cannot copy the debootstrap tree $tree"
 	debian_configure "$t" "$name" "$2"
-	# Real owners and xattrs are kept: this tree was made as root. squashfs-tools 4.5 cannot store POSIX ACLs and
-	# says so; the only one (on /var/log/journal) is set again at boot by systemd-tmpfiles.
-	if ! squashfs_make "$t" "$out" -comp zstd -Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs 2>&1 |
-		{ grep -v '^Unrecognised xattr prefix system\.posix_acl_' >&2 || true; }; then
-		die "mksquashfs of $t failed"
-	fi
-	rm -rf "$t"
-	stage_mark "profile-$name-layer" "$h"
-	log "  $(basename "$out"): $(size_text "$out") in $((SECONDS - t0))s"
+	profile_pack "$t" "$out" "profile-$name-layer" "$h" "$t0"
 }

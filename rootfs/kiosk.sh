@@ -163,7 +163,7 @@ kiosk_layer() {
 	[ -f "$base" ] || die "profile $name: no base layer was made before it"
 	[ -z "$url" ] || pkgs=$(kiosk_packages "$2")
 	h=$(printf '%s\n' "$(hash_of "$base" "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" "$TOP/rootfs/kiosk.sh" \
-		"$TOP/rootfs/kiosk" "$TOP/rootfs/squashfs.sh")" "${pkgs:-}" | sha256sum | cut -c1-16)
+		"$TOP/rootfs/kiosk" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh")" "${pkgs:-}" | sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0
@@ -201,13 +201,7 @@ kiosk_layer() {
 		printf '# Made by rootfs/kiosk.sh: the hardware watchdog resets the machine if systemd stops answering.\n[Manager]\nRuntimeWatchdogSec=%s\n' \
 			"${kcf[kiosk.watchdog]}" >"$d/etc/systemd/system.conf.d/liveunion-watchdog.conf"
 	fi
-	if ! squashfs_make "$d" "$out" -comp zstd -Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs 2>&1 |
-		{ grep -v '^Unrecognised xattr prefix system\.posix_acl_' >&2 || true; }; then
-		die "mksquashfs of $d failed"
-	fi
-	rm -rf "$d"
-	stage_mark "profile-$name-layer" "$h"
-	log "  $(basename "$out"): $(size_text "$out") in $((SECONDS - t0))s"
+	profile_pack "$d" "$out" "profile-$name-layer" "$h" "$t0"
 }
 
 # kiosk_hidden_cursor DIR: an Xcursor theme (made with xcursorgen from a 1x1 transparent PNG) in which every

@@ -82,6 +82,21 @@ profile_packages() {
 	sed -e 's/#.*//' -e 's/[[:space:]]//g' "$f" | grep -v '^$' | sort -u
 }
 
+# profile_pack TREE OUT STAGE HASH T0: OUT (a squashfs layer: zstd, 256 KiB blocks, xattrs) made from TREE, TREE
+# removed, STAGE marked done for HASH, its size and the seconds since T0 said: the tail every profile layer shares.
+profile_pack() {
+	local tree=$1 out=$2 stage=$3 h=$4 t0=$5
+	# Real owners and xattrs are kept: the trees are made as root. squashfs-tools 4.5 cannot store POSIX ACLs and
+	# says so; the only one (on /var/log/journal) is set again at boot by systemd-tmpfiles.
+	if ! squashfs_make "$tree" "$out" -comp zstd -Xcompression-level "${PROFILE_ZSTD_LEVEL:-15}" -b 256K -xattrs 2>&1 |
+		{ grep -v '^Unrecognised xattr prefix system\.posix_acl_' >&2 || true; }; then
+		die "mksquashfs of $tree failed"
+	fi
+	rm -rf "$tree"
+	stage_mark "$stage" "$h"
+	log "  $(basename "$out"): $(size_text "$out") in $((SECONDS - t0))s"
+}
+
 # profile_layers NAME OUTDIR: makes NAME's own layer(s) in OUTDIR and appends every layer path to PLAYERS, bottom first.
 PLAYERS=()
 profile_layers() {
