@@ -299,7 +299,9 @@ int store_status(int argc, char **argv)
 	printf("  %-14s %s\n", "format", fmt);
 	printf("  %-14s %s\n", "encrypted", st.luks ? "yes (LUKS2)" : "no");
 	printf("  %-14s %s of ext4 (%s device)\n", "size", a, c);
-	printf("  %-14s %s (%llu%% used)%s\n", "free", b, total ? (used * 100 + total - 1) / total : 0,
+	/* as df counts it: of what users may fill (root's reserved blocks left out), rounded up */
+	printf("  %-14s %s (%llu%% used)%s\n", "free", b,
+	       used + avail ? (used * 100 + used + avail - 1) / (used + avail) : 0,
 	       avail == 0 ? ": FULL, writes fail (delete files, or 'liveunion store grow')" : "");
 	pfmt(vdir, sizeof vdir, "%s/" STORE_VDIR, st.dir);
 	status_meta(vdir);
@@ -503,7 +505,7 @@ int store_passphrase(int argc, char **argv)
 		return 1;
 	}
 	{
-		/* the new key reaches cryptsetup through a pipe named /dev/fd/N: never in a file, never on argv */
+		/* the new key reaches cryptsetup through a pipe, by its /proc/self/fd name: never in a file, never on argv */
 		char newkey[32];
 		const char *cmd[24] = {"cryptsetup", "luksAddKey", KDF_ARGS};
 		int n = 10;
@@ -514,7 +516,7 @@ int store_passphrase(int argc, char **argv)
 			close(p[0]);
 			return 1;
 		}
-		pfmt(newkey, sizeof newkey, "/dev/fd/%d", p[0]);
+		pfmt(newkey, sizeof newkey, "/proc/self/fd/%d", p[0]); /* a live root may lack /dev/fd */
 		if (vals[1]) {
 			cmd[n++] = "--key-file";
 			cmd[n++] = vals[1];
