@@ -31,8 +31,6 @@ static struct {
 	unsigned long long init, start[S_COUNT], end[S_COUNT];
 } t;
 
-static const struct boot_env *env;
-
 unsigned long long boot_mono_ms(void)
 {
 	struct timespec ts;
@@ -72,7 +70,7 @@ static size_t print_times(char *buf, size_t len)
 }
 
 /* A host test's stand-in for the ISO (boot_env.medium_stand_in), once discovery has found the real one. */
-static int use_stand_in(struct boot *b)
+static int use_stand_in(struct boot *b, const struct boot_env *env)
 {
 	const char *colon = strchr(env->medium_stand_in, ':');
 
@@ -85,7 +83,7 @@ static int use_stand_in(struct boot *b)
 	return 0;
 }
 
-static int step_medium(const struct plan *p, struct boot *b)
+static int step_medium(const struct plan *p, struct boot *b, const struct boot_env *env)
 {
 	int rc;
 
@@ -95,7 +93,7 @@ static int step_medium(const struct plan *p, struct boot *b)
 		return -1;
 	if (discover_medium(p, b, env->sysblock, env->dev) != 0)
 		return -1;
-	rc = env->medium_stand_in ? use_stand_in(b) : 0;
+	rc = env->medium_stand_in ? use_stand_in(b, env) : 0;
 	if (rc == 0)
 		rc = stack_medium(p, b);
 	discover_done();
@@ -109,18 +107,28 @@ static int step_overlay(const struct plan *p, struct boot *b)
 	return paths_mount(p, b);
 }
 
-static int step_switch(const struct plan *p, struct boot *b)
+static int step_switch(const struct plan *p, struct boot *b, const struct boot_env *env)
 {
 	(void)b; /* the hand-over only reads the plan */
 	return handover(p, env->init_argv);
 }
 
-/* Indexed by enum step_id. The store step decides whether there is a store and in which mode; the upper step
- * reads that decision. */
-static int (*const steps[S_COUNT])(const struct plan *, struct boot *) = {
-	[S_MEDIUM] = step_medium, [S_LAYERS] = stack_layers,  [S_TORAM] = toram_copy,   [S_STORE] = store_step,
-	[S_UPPER] = upper_step,   [S_OVERLAY] = step_overlay, [S_SWITCH] = step_switch,
+/* Indexed by enum step_id: run, or run_env for a step that needs the caller's setup (where discovery looks, the
+ * live init's argv). The store step decides whether there is a store and in which mode; the upper step reads that
+ * decision. */
+static const struct {
+	int (*run)(const struct plan *, struct boot *);
+	int (*run_env)(const struct plan *, struct boot *, const struct boot_env *);
+} steps[S_COUNT] = {
+	[S_MEDIUM] = {.run_env = step_medium}, [S_LAYERS] = {.run = stack_layers}, [S_TORAM] = {.run = toram_copy},
+	[S_STORE] = {.run = store_step},       [S_UPPER] = {.run = upper_step},    [S_OVERLAY] = {.run = step_overlay},
+	[S_SWITCH] = {.run_env = step_switch},
 };
+
+static int run_step(int i, const struct plan *p, struct boot *b, const struct boot_env *e)
+{
+	return steps[i].run ? steps[i].run(p, b) : steps[i].run_env(p, b, e);
+}
 
 static void warn_msg(void *ctx, const char *text)
 {
@@ -188,7 +196,7 @@ void boot_save_plan(const struct plan *p, const struct boot *b)
 }
 
 /* Report a failure once; then PID 1's shell (or the panic the user asked for). 0 = retry the step. */
-static int report(const struct plan *p, const struct boot *b, int step)
+static int report(const struct plan *p, const struct boot *b, int step, const struct boot_env *env)
 {
 	char why[128];
 
@@ -217,7 +225,6 @@ int boot_run(const struct plan *p, struct boot *b, const struct boot_env *e)
 {
 	int i;
 
-	env = e;
 	for (i = 0; i <= e->last; i++) {
 		if (p->break_step == i) {
 			char why[64];
@@ -237,9 +244,9 @@ int boot_run(const struct plan *p, struct boot *b, const struct boot_env *e)
 		if (i == S_SWITCH)
 			boot_save_plan(p, b); /* the last word the live root reads: the hand-over's start */
 		modload_poll();
-		while (steps[i](p, b) != 0) {
+		while (run_step(i, p, b, e) != 0) {
 			boot_save_plan(p, b);
-			if (report(p, b, i) != 0)
+			if (report(p, b, i, e) != 0)
 				return -1;
 		}
 		b->done = i + 1;

@@ -371,10 +371,7 @@ int discover_medium(const struct plan *p, struct boot *b, const char *sysblock, 
 			msg("still waiting for the medium %s (%lld s)", p->medium_spec, (now_ms() - start) / 1000);
 			next_note += 5000;
 		}
-		struct timespec ts = {0, POLL_MS * 1000000L};
-		while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-			;
-		modload_poll();
+		modload_wait(POLL_MS);
 	}
 	if (p->iso_path[0])
 		msg("the ISO file %s (medium %s) is on no partition after %u s; block devices searched:", p->iso_path,

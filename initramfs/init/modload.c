@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "modalias.h"
+#include "util.h"
 
 #define OUR_OVERLAY "/lib/liveunion/overlay.ko"
 #define OUR_SQUASHFS "/lib/liveunion/squashfs.ko"
@@ -278,6 +279,12 @@ void modload_poll(void)
 	/* Loading a host controller announces its disks: follow the chain until it is quiet. */
 	if (active)
 		drain_uevents();
+}
+
+void modload_wait(long ms)
+{
+	sleep_ms(ms);
+	modload_poll();
 }
 
 static void uevent_open(void)

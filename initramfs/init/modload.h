@@ -15,6 +15,8 @@
 void modload_start(const char *kernel_cmdline, bool devices);
 /* Devices announced since the last call (uevents): their modules are loaded. Never blocks. */
 void modload_poll(void);
+/* The one wait of every loop that waits for a device (medium, store, network interface): ms, then modload_poll. */
+void modload_wait(long ms);
 /* After "medium not found": the devices on the buses that lead to a disk that no driver took, and why. */
 void modload_report_unbound(void);
 /* "pc" or "tiny", and which overlay module runs ("ours", "debian (...)", "built-in"), for the plan. */

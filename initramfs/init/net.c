@@ -176,9 +176,8 @@ int net_up(const struct plan *p, struct boot *b)
 			break;
 		if (waited_ms >= (int)p->timeout * 1000)
 			break;
-		sleep_ms(200);
+		modload_wait(200);
 		waited_ms += 200;
-		modload_poll();
 	}
 	if (k == 0) {
 		if (p->ip.device[0])

@@ -2,14 +2,11 @@
 #define LIVE_PATHS_H
 #include <stddef.h>
 
+#include "pathlist.h"
 #include "plan.h"
 
-/* A list of persistent paths (comma or newline separated) -> clean absolute paths, duplicates dropped.
- * Returns how many; a bad entry (also one whose name in the store, paths_key, would be too long) is skipped and named
- * in err ("" when all were good). */
-int paths_parse(const char *list, char out[][PATH_LEN], int max, char *err, size_t elen);
-/* A path as one directory name in the store: "/etc/ssh" -> "etc%2Fssh" (and "%" -> "%25"). -1 if too long. */
-int paths_key(const char *path, char *out, size_t len);
+/* live.persist.paths at boot: the store's paths.conf read, an overlay per path (paths.c); the list's parser is
+ * pathlist.c's. */
 /* With the store mounted (its liveunion-v1 at vdir): the paths of live.persist.paths, else of the store's
  * paths.conf, into b->paths; what was refused is said. Returns how many (0: everything persists). */
 int paths_select(const struct plan *p, struct boot *b, const char *vdir);

@@ -7,12 +7,12 @@
 #include "medium.h"
 #include "meta.h"
 #include "netcfg.h"
+#include "pathlist.h"
 #include "plan_steps.h"
 
 /* overlayfs stacks at most 500 lower layers; 128 keeps the plan small and is far more than a medium needs. */
 #define MAX_LAYERS 128
 #define MAX_LAYERS_TEXT "128"
-#define PATH_LEN 256
 #define ROOT_HASH_LEN 128 /* hex digits; sha512 at most */
 
 struct layer {
@@ -34,7 +34,6 @@ struct layer {
 
 /* live.persist= forms. */
 enum persist_kind { PK_AUTO, PK_OFF, PK_LABEL, PK_UUID, PK_PARTUUID, PK_FILE, PK_BAD };
-#define MAX_PATHS 16
 
 /* live.verify= forms. */
 enum verify_mode { VERIFY_NONE, VERIFY_OFF, VERIFY_ON };

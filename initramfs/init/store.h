@@ -25,6 +25,16 @@ void store_sb_parse(const unsigned char b[1024], struct sb *s);
 unsigned long long store_fat_cluster_bytes(const unsigned char boot[512]);
 /* The ext2/3/4 superblock of dev: s->ext 0 when it is none. -1 when dev cannot be read. */
 int store_read_sb(const char *dev, struct sb *s);
+/* A write-protected stick (or any read-only device dev): the store on it is used read-only (s->ro, s->dev_ro), said
+ * once. */
+void store_note_read_only(struct store *s, const char *dev);
+/* path (an image file) on the FAT/exFAT partition part (iso_host: the partition holding a booted ISO file, which may
+ * be ext4 too) attached to a loop device, read-only when s->ro: s->dev and s->what set, s->luks when the file holds a
+ * LUKS2 container. A contiguous file is attached straight from the partition (loop with offset and size): the FAT
+ * itself is never mounted read-write, so it is never left "dirty" by a power-off; a fragmented one goes through a
+ * read-write mount of the FAT, which then stays mounted on s->host. Returns the loop fd (close it once the store is
+ * mounted), or -1. */
+int store_image_on(const char *part, const char *path, bool iso_host, struct store *s);
 /* Find the store of kind (live.persist=, or auto for live.persist=off's saved layers; the name or file
  * from p->persist_arg): 1 found
  * (s->dev, s->what set), 0 not (why in why). An image file is attached to a loop device (read-only

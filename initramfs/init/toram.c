@@ -371,7 +371,9 @@ int toram_copy(const struct plan *p, struct boot *b)
 		if (loop_change(c[i].loop, c[i].dst) != 0)
 			return -1;
 	for (i = 0; i < b->nlayers; i++)
-		text_fmt(b->layer[i].file, sizeof(b->layer[i].file), "%s/%s" LAYER_SUFFIX, dir, b->layer[i].name);
+		if (path_fmt(b->layer[i].file, sizeof(b->layer[i].file), "%s/%s" LAYER_SUFFIX, dir, b->layer[i].name) !=
+		    0)
+			return -1;
 	if (umount(medium) != 0) {
 		msg("live.toram: layers are in RAM, but umount %s failed: %s; do not remove the medium", medium,
 		    strerror(errno));

@@ -40,7 +40,9 @@ static int update_meta(const struct boot *b, const char *vdir, const struct meta
 	int fd, n;
 
 	now_text(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ");
-	text_fmt(path, sizeof(path), "%s/" STORE_META, vdir);
+	if (path_fmt(path, sizeof(path), "%s/" STORE_META, vdir) != 0 ||
+	    path_fmt(tmp, sizeof(tmp), "%s.new", path) != 0)
+		return -1;
 	text_fmt(created, sizeof(created), "%s", m && m->created[0] ? m->created : now);
 	changed = prev[0] && strcmp(prev, b->id.uuid) != 0;
 	if (changed)
@@ -53,7 +55,6 @@ static int update_meta(const struct boot *b, const char *vdir, const struct meta
 		n += snprintf(body + n, sizeof(body) - (size_t)n, "previous_image=%s\nimage_changed=%s\n", prev, now);
 	if (n < 0 || (size_t)n >= sizeof(body) - 1)
 		return fail(E2BIG, "meta text");
-	text_fmt(tmp, sizeof(tmp), "%s.new", path);
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
 		return fail(errno, "create %s", tmp);
 	if (write(fd, body, (size_t)n) != n || fsync(fd) != 0) {
@@ -114,7 +115,8 @@ static int use_store(const struct plan *p, struct boot *b, const struct store *s
 				return -1;
 			if (access(from, F_OK) != 0)
 				continue;
-			text_fmt(aside, sizeof(aside), "%s.reset-%s", from, stamp);
+			if (path_fmt(aside, sizeof(aside), "%s.reset-%s", from, stamp) != 0)
+				return -1;
 			if (rename(from, aside) != 0)
 				return fail(errno, "move %s aside to %s", from, aside);
 			msg("persistence: live.persist.reset: previous changes kept in %s", aside + strlen(s->dir) + 1);

@@ -1,4 +1,4 @@
-/* init-fat.c - libFuzzer target for the init's FAT/exFAT block-map arithmetic (initramfs/init/store.c, util.c): a
+/* init-fat.c - libFuzzer target for the init's FAT/exFAT block-map arithmetic (initramfs/init/store_image.c, util.c): a
  * boot sector (512 bytes: the cluster size), the file's size (8 bytes), the block size (2), then the device block
  * of each cluster (2 bytes each, 0 a hole; past them the map cannot be asked). Whether the file is one run of
  * blocks is checked against a walk of its own in exact arithmetic. */

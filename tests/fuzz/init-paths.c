@@ -1,11 +1,11 @@
-/* init-paths.c - libFuzzer target for the init's paths.conf / live.persist.paths parser (initramfs/init/paths.c):
+/* init-paths.c - libFuzzer target for the init's paths.conf / live.persist.paths parser (initramfs/init/pathlist.c):
  * byte 0 is how many paths are kept (up to MAX_PATHS), byte 1 the size of the error buffer, the rest the text.
  * Every path given back is clean and allowed, and its store key (paths_key) turns back into it. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "paths.h"
+#include "pathlist.h"
 
 /* "%2F" -> "/", "%25" -> "%": what paths_key made of path. */
 static int key_is(const char *key, const char *path)
