@@ -430,6 +430,15 @@ save_tmp_at() {
 	[ -z "$save_what" ] || return 0
 	cp --sparse=always "$1" "$PDIR/crash.img" && crash_at=$2 crash_what="$3, the save in flight, its .tmp layer in the store" save_what=$3
 }
+# setup_at IMAGE D WHAT, after check_store passed: a point of the first boot before its meta was synced (step 0):
+# the store's first set-up on a fresh stick in flight. The last such point (a torn one if the window was drawn)
+# becomes the set-up crash image booted below.
+setup_what=''
+setup_at() {
+	[ "$(steps_at "$2")" -eq 0 ] || return 0
+	cp --sparse=always "$1" "$PDIR/setup.img" && setup_what=$3 &&
+		setup_has=$(debugfs -R 'ls /liveunion-v1' "$PDIR/pt.img" 2>/dev/null | tr -s ' \n' ' ' | grep -oE '(upper|work|meta|layers)( |$)' | tr -d ' ' | sort | tr '\n' ' ')
+}
 t0=$SECONDS
 done_to=0 nflush=0 nrand=0 fail_flush=0 fail_rand=0 replayed=0 dropped_total=0 torn_total=0
 for f in "${points[@]}"; do
@@ -444,6 +453,7 @@ for f in "${points[@]}"; do
 	fi
 	printf '# %s\n' "$line"
 	save_tmp_at "$work" "$done_to" "flush point $f"
+	setup_at "$work" "$done_to" "flush point $f"
 	for ((k = 1; k <= ${nseeds[$f]:-0}; k++)); do
 		end=${pick[$f]} seed=$((1000 * k + f)) tear=()
 		[ "$k" -eq 1 ] || tear=(tear)
@@ -462,6 +472,7 @@ for f in "${points[@]}"; do
 			[ "$(steps_at "$done_to")" -ge 4 ] && [ "$(steps_at "$done_to")" -lt "$((final_steps - 1))" ] && [ -z "$save_what" ] &&
 				cp --sparse=always "$PDIR/rand.img" "$PDIR/crash.img" && crash_at=$done_to crash_what="after flush $f, seed $seed"
 			save_tmp_at "$PDIR/rand.img" "$done_to" "random point after flush $f, seed $seed"
+			[ "${#tear[@]}" -eq 0 ] || setup_at "$PDIR/rand.img" "$done_to" "random point after flush $f, seed $seed, a write torn"
 		else
 			fail_rand=$((fail_rand + 1))
 			bad "$line"
@@ -530,5 +541,23 @@ if require crash-image-picked test -n "${crash_at:-}"; then
 	require crash-poweroff vm_poweroff
 	check crash-store-consistent-after store_consistent "$PDIR/crash.img"
 	case "$PL_KIND" in fat | exfat) check crash-host-filesystem-clean host_fs_clean "$PDIR/crash.img" ;; esac
+fi
+
+# --- power lost during the store's first set-up: the next boot finishes it and uses the store ---------------------
+if require setup-crash-image-picked test -n "$setup_what"; then
+	vm_note "booting the set-up crash image: $setup_what (liveunion-v1 then held: ${setup_has:-nothing})"
+	# the set-up unfinished there: the store's meta not yet written
+	check setup-crash-image-has-no-meta test "${setup_has/meta/}" = "$setup_has"
+	require setup-crash-boot vm_start "$PL_NAME-setup" stick-bios "$PDIR/setup.img" --direct
+	require setup-crash-unlocked unlocked
+	require setup-crash-login vm_login
+	check setup-crash-store-used log_has "$STORE_USED"
+	check setup-crash-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
+	check setup-crash-no-e2fsck-repair no_repairs "$VM_LOG"
+	check setup-crash-store-set-up vm_run 'test -d /run/live/store/liveunion-v1/upper && test -s /run/live/store/liveunion-v1/meta'
+	check setup-crash-store-writable vm_run 'echo after-setup-crash >/root/after && sync && grep -q after-setup-crash /run/live/store/liveunion-v1/upper/root/after'
+	require setup-crash-poweroff vm_poweroff
+	check setup-crash-store-consistent-after store_consistent "$PDIR/setup.img"
+	case "$PL_KIND" in fat | exfat) check setup-crash-host-filesystem-clean host_fs_clean "$PDIR/setup.img" ;; esac
 fi
 finish
