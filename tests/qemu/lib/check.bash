@@ -6,12 +6,14 @@
 # a stick written through a write log and the disk a power cut at a named point leaves.
 #   checks      check NAME CMD..., fact NAME WANT CMD..., require, skip, ok, bad, fails, finish (tests/lib.sh)
 #   machine     vm_boot [OPTIONS] [IMAGE] [-- QEMU-ARGS], vm_login, vm_run, vm_fact, vm_none, vm_wait, vm_send,
-#               vm_reboot, vm_poweroff, vm_powercut, vm_stop; out_has, out_is, log_has, log_lacks, banner_has
+#               vm_reboot, vm_poweroff, vm_powercut, vm_stop, vm_wait_exit; out_has, out_is, log_has, log_lacks,
+#               banner_has; iso_cmdline ISO
 #   disks       vm_disk_plug ID IMAGE, vm_disk_pull ID; make_stick IMAGE [mkusb options] (a liveunion ISO only)
 #   power cut   vm_boot --stick IMAGE --write-log; powercut_point NAME; vm_powercut; powercut_disk NAME OUT [SEED]
 #   screen      screen_shot NAME, screen_is PPM SPEC..., screen_wait NAME LIMIT SPEC..., screen_keys, screen_type,
 #               screen_click, screen_mouse (screen.bash)
 #   network     lab_up, lab_tap, lab_nic_args, lab_serve DIR (lab.bash; root)
+#   our suite   relay_tap FILE: liveunion-check's TAP output counted as checks of the calling script
 # shellcheck source=tests/qemu/lib/vm.bash
 . "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
 # shellcheck source=tests/qemu/lib/screen.bash
@@ -135,4 +137,28 @@ powercut_disk() {
 	f=$(replay_log points "$POWERCUT_LOG" | awk -v n="$n" '$1 < n { f = $1 } END { if (f != "") print f }')
 	[ -n "$f" ] || { vm_note "powercut_disk: no flush before point '$1'"; return 1; }
 	replay_log random "$POWERCUT_LOG" "$VM_WORK/pristine.img" "$2" "$f" "$3" tear >&2
+}
+
+# vm_wait_exit [TIMEOUT]: the machine powers itself off (qemu exits) within TIMEOUT seconds (default 120).
+vm_wait_exit() {
+	local deadline=$(($(now_ms) + ${1:-120} * 1000))
+	while vm_alive; do
+		[ "$(now_ms)" -lt "$deadline" ] || { vm_note "$VM_NAME: still running after ${1:-120}s"; vm_tail_log; return 1; }
+		sleep 0.5
+	done
+	vm_stop
+}
+
+# relay_tap FILE: each test point of liveunion-check's TAP output in FILE is a check of this script, under the same
+# name (SCENARIO/CHECK); its notes are shown. How our own suite runs the command as a user does.
+relay_tap() {
+	local line
+	while IFS= read -r line; do
+		case "$line" in
+		'ok '[0-9]*' # SKIP '*) line=${line#ok * - } && skip "${line%% # SKIP *}" "${line#* # SKIP }" ;;
+		'ok '[0-9]*) ok "${line#ok * - }" ;;
+		'not ok '[0-9]*) bad "${line#not ok * - }" ;;
+		*) printf '%s\n' "$line" >&2 ;;
+		esac
+	done <"$1"
 }
