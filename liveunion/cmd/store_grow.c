@@ -4,17 +4,20 @@
  * (cryptsetup resize), then the mounted ext4 grows online (EXT4_IOC_RESIZE_FS, what resize2fs does for a mounted
  * file system). A file store reached through a mounted FAT/exFAT: the file is extended into the free space of
  * that file system and the loop device told (LOOP_SET_CAPACITY). A file store used in place (its FAT not
- * mounted, so that it is never left dirty) cannot grow while in use: refused, saying how. */
+ * mounted, so that it is never left dirty) grows through a moment's mount of its partition, for the next boot. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/blkpg.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -159,29 +162,22 @@ static int grow_partition(const struct store_info *st)
 	return 0;
 }
 
-/* The store's file extended into the free space of the file system holding it, the loop device told. */
-static int grow_file(const struct store_info *st)
+/* The file at path (named shown in messages) extended into the free space of the file system holding it (fat:
+ * "vfat", "exfat" or ""). 0 grown (*from, *to its sizes), 1 no room (said), -1 failed (said). */
+static int extend_file(const char *path, const char *shown, const char *fat, unsigned long long *from,
+		       unsigned long long *to)
 {
-	char dir[PATH_MAX], loop[STORE_NAME_LEN + 8], a[32], b[32], *slash;
+	char dir[PATH_MAX], a[32], b[32], *slash;
 	struct statvfs vfs;
 	struct stat sb;
 	unsigned long long cur, room, nsize;
-	int fd, lfd;
+	int fd;
 
-	if (!strncmp(st->backing, "/dev/", 5)) {
-		fprintf(stderr,
-			"%s: the store is " STORE_IMAGE " used in place on %s (%s), whose file system is not "
-			"mounted so that it is never left dirty: the file cannot grow while it is in use. On "
-			"another computer, with the stick's %s mounted: truncate -s SIZE " STORE_IMAGE
-			" && resize2fs " STORE_IMAGE " (plain ext4; LUKS2: cryptsetup resize first)\n",
-			what, st->backing, st->fat[0] ? st->fat : "FAT/exFAT", st->fat[0] ? st->fat : "FAT/exFAT");
-		return -1;
-	}
-	pfmt(dir, sizeof dir, "%s", st->backing);
+	pfmt(dir, sizeof dir, "%s", path);
 	if ((slash = strrchr(dir, '/')))
 		*(slash == dir ? slash + 1 : slash) = '\0';
-	if ((fd = open(st->backing, O_WRONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) != 0 || statvfs(dir, &vfs) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", what, st->backing, strerror(errno));
+	if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0 || fstat(fd, &sb) != 0 || statvfs(dir, &vfs) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", what, path, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -193,31 +189,47 @@ static int grow_file(const struct store_info *st)
 	nsize = (unsigned long long)sb.st_blocks * 512 + (room > MIB ? room - MIB : 0);
 	if (nsize < cur)
 		nsize = cur;
-	if (!strcmp(st->fat, "vfat") && nsize > FAT32_FILE_MAX)
+	if (!strcmp(fat, "vfat") && nsize > FAT32_FILE_MAX)
 		nsize = FAT32_FILE_MAX;
 	nsize -= nsize % MIB;
 	if (nsize <= cur + MIB) {
 		human(cur, a, sizeof a);
 		human(room, b, sizeof b);
-		fprintf(stderr, "%s: no room: %s is %s and its %s has %s free%s: nothing grown\n", what, st->backing, a,
-			st->fat[0] ? st->fat : "file system", b,
-			!strcmp(st->fat, "vfat") && cur + MIB >= FAT32_FILE_MAX ? " (FAT32 files stop at 4 GiB)" : "");
+		printf("grow: no room: %s is %s and its %s has %s free%s\n", shown, a, fat[0] ? fat : "file system", b,
+		       !strcmp(fat, "vfat") && cur + MIB >= FAT32_FILE_MAX ? " (FAT32 files stop at 4 GiB)" : "");
 		close(fd);
-		return -1;
+		return 1;
 	}
 	/* fallocate reserves the clusters at once (a full FAT fails here, not later); ftruncate where unsupported */
 	if (fallocate(fd, 0, 0, (off_t)nsize) != 0 && (errno != EOPNOTSUPP || ftruncate(fd, (off_t)nsize) != 0)) {
 		fprintf(stderr,
 			"%s: extend %s to %llu bytes: %s (its size is unchanged or partly grown; the store "
 			"is not)\n",
-			what, st->backing, nsize, strerror(errno));
+			what, path, nsize, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if (fsync(fd) != 0 || close(fd) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", what, st->backing, strerror(errno));
+		fprintf(stderr, "%s: %s: %s\n", what, path, strerror(errno));
 		return -1;
 	}
+	*from = cur;
+	*to = nsize;
+	human(cur, a, sizeof a);
+	human(nsize, b, sizeof b);
+	printf("grow: file %s %s -> %s\n", shown, a, b);
+	return 0;
+}
+
+/* The store's file, reached through a mounted file system, extended and the loop device told. */
+static int grow_file(const struct store_info *st)
+{
+	char loop[STORE_NAME_LEN + 8];
+	unsigned long long from, to;
+	int lfd, r = extend_file(st->backing, st->backing, st->fat, &from, &to);
+
+	if (r != 0)
+		return r;
 	pfmt(loop, sizeof loop, "/dev/%s", st->under);
 	if ((lfd = open(loop, O_RDONLY | O_CLOEXEC)) < 0 || ioctl(lfd, LOOP_SET_CAPACITY, 0) != 0) {
 		fprintf(stderr,
@@ -229,10 +241,85 @@ static int grow_file(const struct store_info *st)
 		return -1;
 	}
 	close(lfd);
-	human(cur, a, sizeof a);
-	human(nsize, b, sizeof b);
-	printf("grow: file %s %s -> %s\n", st->backing, a, b);
 	return 0;
+}
+
+/* The first block of path on its partition and whether its first bytes are one run of blocks, in bytes:
+ * *start, *run (FIGETBSZ, FIBMAP: the block map the init reads too). 0, or -1 (errno). */
+static int file_run(const char *path, unsigned long long bytes, unsigned long long *start, unsigned long long *run)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), bsz = 0, v;
+	unsigned long long b, nblk, first;
+
+	*run = 0;
+	if (fd < 0)
+		return -1;
+	v = 0;
+	if (ioctl(fd, FIGETBSZ, &bsz) != 0 || bsz <= 0 || ioctl(fd, FIBMAP, &v) != 0 || v <= 0) {
+		close(fd);
+		return -1;
+	}
+	first = (unsigned long long)v;
+	*start = first * (unsigned)bsz;
+	nblk = bytes / (unsigned)bsz;
+	/* every MiB and the last block: what the init's check looks at */
+	for (b = 0; b < nblk;
+	     b = b + MIB / (unsigned)bsz < nblk || b == nblk - 1 ? b + MIB / (unsigned)bsz : nblk - 1) {
+		v = (int)b;
+		if (b > INT_MAX || ioctl(fd, FIBMAP, &v) != 0 || v <= 0 || (unsigned long long)v != first + b)
+			break;
+		*run = (b + 1) * (unsigned)bsz;
+	}
+	close(fd);
+	return 0;
+}
+
+/* A file store used in place (a loop device with an offset on its FAT/exFAT partition, which is not mounted): the
+ * partition is mounted for a moment in a mount namespace of this process only, the file extended, the partition
+ * unmounted (clean again). The loop device keeps its size while the store is mounted on it: the next boot takes
+ * the grown file, and 'store grow' then grows the ext4. */
+static int grow_in_place(const struct store_info *st)
+{
+	char mnt[] = "/run/liveunion-grow.XXXXXX", path[PATH_MAX], shown[PATH_MAX];
+	unsigned long long start = 0, run = 0, from = 0, to = 0;
+	int r;
+
+	if (!st->fat[0]) {
+		fprintf(stderr, "%s: %s holding the store is neither FAT nor exFAT: not grown\n", what, st->backing);
+		return -1;
+	}
+	if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+		fprintf(stderr, "%s: a private mount namespace: %s\n", what, strerror(errno));
+		return -1;
+	}
+	if (!mkdtemp(mnt) || mount(st->backing, mnt, st->fat, 0, NULL) != 0) {
+		fprintf(stderr, "%s: mount %s (%s) to grow the file on it: %s\n", what, st->backing, st->fat,
+			strerror(errno));
+		rmdir(mnt);
+		return -1;
+	}
+	pfmt(path, sizeof path, "%s/" STORE_IMAGE, mnt);
+	if (file_run(path, 1, &start, &run) != 0 || start != st->offset) {
+		fprintf(stderr,
+			"%s: the store is not /" STORE_IMAGE " of %s (%s; it starts at byte %llu, the store at "
+			"%llu): live.persist=file:PATH or an ISO file's store is not grown\n",
+			what, st->backing, errno ? strerror(errno) : "another file", start, st->offset);
+		r = -1;
+	} else {
+		pfmt(shown, sizeof shown, "/" STORE_IMAGE " on %s", st->backing);
+		r = extend_file(path, shown, st->fat, &from, &to);
+		if (r == 0 && file_run(path, to, &start, &run) == 0 && run < to)
+			printf("grow: the grown file is not in one piece on %s (its FAT had no free run after it): the next "
+			       "boot uses it through the mounted %s, and says so\n",
+			       st->backing, st->fat);
+	}
+	if (umount(mnt) != 0)
+		fprintf(stderr, "%s: umount %s: %s (it goes with this process)\n", what, mnt, strerror(errno));
+	rmdir(mnt);
+	if (r == 0)
+		printf("grow: the store uses the grown file from the next boot on: reboot, then run '" PROG
+		       " store grow' again to grow its ext4\n");
+	return r == 0 ? 2 : r;
 }
 
 /* The mounted ext4 grown to its whole device (online). */
@@ -298,9 +385,11 @@ int store_grow(int argc, char **argv)
 		fprintf(stderr, "%s: the store on %s is mounted read-only: it is not grown\n", what, st.dir);
 		return 1;
 	}
-	g = st.loop ? grow_file(&st) : grow_partition(&st);
+	g = !st.loop ? grow_partition(&st) : strncmp(st.backing, "/dev/", 5) ? grow_file(&st) : grow_in_place(&st);
 	if (g < 0)
 		return 1;
+	if (g == 2) /* the file grew; the loop device under the store follows at the next boot */
+		return 0;
 	if (st.luks && g == 0) {
 		const char *cmd[] = {"cryptsetup", "resize", st.mapper, NULL};
 
