@@ -14,6 +14,8 @@
 #               screen_click, screen_mouse (screen.bash)
 #   network     lab_up, lab_tap, lab_nic_args, lab_serve DIR (lab.bash; root)
 #   our suite   relay_tap FILE: liveunion-check's TAP output counted as checks of the calling script
+[ -z "${LIVEUNION_CHECK_LIB:-}" ] || return 0
+LIVEUNION_CHECK_LIB=1
 # shellcheck source=tests/qemu/lib/vm.bash
 . "$(dirname "${BASH_SOURCE[0]}")/vm.bash"
 # shellcheck source=tests/qemu/lib/screen.bash
@@ -50,9 +52,12 @@ CHECK_ON_FAIL=check_explain
 #   --name NAME                        the console log's name (default the scenario's): $VM_LOG_DIR/NAME.log
 #   --direct, --keys KEYS, --cmdline LINE   no boot loader: the kernel of the ISO's BIOS menu started by qemu
 #                                      (with KEYS added, or LINE instead of the menu's line); see vm_start
+#   --snapshot                         (--cd) start logged in, from a snapshot of this machine taken after the
+#                                      first vm_login with these options and this ISO (qemu savevm into a qcow2
+#                                      file under $OUT/tests/snapshots/), for scenarios that do not test the boot
 # Every machine has a QMP socket (screenshots, keys, disks) and a USB controller with the id xhci (vm_disk_plug).
 vm_boot() {
-	local fw=bios bus=cd name=$T_NAME image=$ISO wlog='' start=() extra=()
+	local fw=bios bus=cd name=$T_NAME image=$ISO wlog='' snap='' all=("$@") start=() extra=()
 	local VM_MEM=$VM_MEM VM_SMP=$VM_SMP VM_SB=$VM_SB VM_MACHINE=$VM_MACHINE
 	while [ $# -gt 0 ]; do
 		case "$1" in
@@ -60,6 +65,7 @@ vm_boot() {
 		--secure-boot) fw=uefi VM_SB=${2:?--secure-boot needs ms, snakeoil or a variables file} && shift ;;
 		--cd | --usb | --stick | --disk) bus=${1#--} ;;
 		--write-log) wlog=1 ;;
+		--snapshot) snap=1 ;;
 		--mem) VM_MEM=${2:?--mem needs MiB} && shift ;;
 		--cpus) VM_SMP=${2:?--cpus needs a number} && shift ;;
 		--q35) VM_MACHINE=q35 ;;
@@ -87,7 +93,50 @@ vm_boot() {
 		vm_start "$name" none "" "${start[@]}" "${extra[@]}" "$@"
 		return
 	fi
-	vm_start "$name" "$bus-$fw" "$image" "${start[@]}" "${extra[@]}" "$@"
+	VM_SNAP=''
+	if [ -n "$snap" ]; then
+		[ "$bus" = cd ] || { vm_note "vm_boot: --snapshot is for --cd (a written disk would not match its snapshot)"; return 2; }
+		# one snapshot per ISO (its name, size and time), options and login
+		VM_SNAP=$OUT/tests/snapshots/$(printf '%s\n' "$(stat -c '%n %s %Y' "$image")" "${all[@]}" "$VM_MEM $VM_SMP $VM_MACHINE" \
+			"$VM_LOGIN_USER $VM_LOGIN_SUDO" | sha256sum | cut -c1-16)
+		mkdir -p "$(dirname "$VM_SNAP")" || return 1
+		extra+=(-drive "if=none,id=vmstate,format=qcow2,file=$VM_SNAP.qcow2")
+		if [ -s "$VM_SNAP.banner" ]; then
+			extra+=(-loadvm booted)
+			VM_SNAP_LOADED=1
+		else
+			rm -f "$VM_SNAP.qcow2" && qemu-img create -q -f qcow2 "$VM_SNAP.qcow2" 16M || return 1
+			VM_SNAP_LOADED=''
+		fi
+	fi
+	vm_start "$name" "$bus-$fw" "$image" "${start[@]}" "${extra[@]}" "$@" || return 1
+	if [ -n "$VM_SNAP_LOADED" ]; then # logged in already: vm_login only takes the banner the first boot showed
+		VM_BANNER=$(cat "$VM_SNAP.banner")
+		vm_note "$name: started from the snapshot $VM_SNAP.qcow2"
+	fi
+}
+VM_SNAP='' VM_SNAP_LOADED=''
+
+# vm_login, once more: a machine started from its snapshot is logged in; the first login of a --snapshot machine
+# takes that snapshot (the shell quiet, at its prompt).
+eval "vm_login_console() $(declare -f vm_login | tail -n +2)"
+vm_login() {
+	local t0
+	if [ -n "$VM_SNAP_LOADED" ]; then # (a later login, after a reboot, is a real one)
+		VM_SNAP='' VM_SNAP_LOADED=''
+		vm_quiet # the shell answers: the snapshot ran on
+		return
+	fi
+	vm_login_console || return 1
+	[ -n "$VM_SNAP" ] || return 0
+	t0=$(now_ms)
+	vm_qmp "$SCREEN_SOCK" '{"execute": "human-monitor-command", "arguments": {"command-line": "savevm booted"}}' \
+		>"$VM_WORK/savevm.out" || return 1
+	# savevm reports its errors as text, not as a QMP error
+	[ "$(cat "$VM_WORK/savevm.out")" = '""' ] || { vm_note "savevm: $(cat "$VM_WORK/savevm.out")"; return 1; }
+	printf '%s\n' "$VM_BANNER" >"$VM_SNAP.banner" || return 1
+	vm_note "$VM_NAME: snapshot $VM_SNAP.qcow2 taken in $(($(now_ms) - t0)) ms"
+	VM_SNAP='' 
 }
 
 # vm_disk_plug ID IMAGE: a raw disk image plugged into the running machine as a USB stick (written for real);

@@ -131,6 +131,7 @@ vm_start() {
 	VM_CAT=$!
 	VM_MARK=0 VM_BOOT_MARK=0 VM_SEQ=0 VM_OUT='' VM_MATCH='' VM_BANNER=''
 	local accel=tcg,thread=$VM_TCG_THREAD${VM_TCG_TB_SIZE:+,tb-size=$VM_TCG_TB_SIZE}
+	vm_accel >/dev/null && [ "$VM_ACCEL" = kvm ] && accel=kvm
 	printf '%s\n' "$VM_QEMU -accel $accel -M $machine -smp $VM_SMP -m $VM_MEM ${media[*]} $*" >"$VM_DIR/cmd"
 	VM_T0=$(now_ms)
 	timeout -k 5 "$VM_TIMEOUT" "$VM_QEMU" -accel "$accel" -M "$machine" -smp "$VM_SMP" -m "$VM_MEM" \
@@ -140,6 +141,22 @@ vm_start() {
 	# Read-write open: never blocks on qemu's side of the FIFO, and our writes never hit a closed pipe.
 	exec {VM_IN}<>"$VM_DIR/con.in"
 	vm_note "$name: qemu pid $VM_PID, console log $VM_LOG"
+}
+
+# vm_accel: kvm when VM_ACCEL=kvm, or when VM_ACCEL is empty (the default) and /dev/kvm works: a qemu started on it
+# with a CPU reaches its monitor and quits (here a /dev/kvm that exists can still abort qemu while it sets the CPU's
+# registers); else tcg. Probed once per scenario; VM_ACCEL=tcg never tries.
+VM_ACCEL=${VM_ACCEL:-}
+vm_accel() {
+	if [ -z "$VM_ACCEL" ]; then
+		VM_ACCEL=tcg
+		if [ -w /dev/kvm ] && printf '%s\n' '{"execute": "qmp_capabilities"}' '{"execute": "quit"}' |
+			timeout 20 "$VM_QEMU" -accel kvm -M pc -m 32 -display none -nodefaults -S -qmp stdio >/dev/null 2>&1; then
+			VM_ACCEL=kvm
+		fi
+		vm_note "accelerator: $VM_ACCEL"
+	fi
+	echo "$VM_ACCEL"
 }
 
 # iso_boot_files ISO: the kernel, initrd and command line (APPEND) of ISO's BIOS menu, taken from the ISO itself
@@ -310,10 +327,10 @@ vm_reboot() {
 }
 
 # vm_poweroff: poweroff in the guest, wait until the kernel says it is done, then stop qemu.
-vm_poweroff() {
+vm_poweroff() { # [TIMEOUT]: seconds to wait for the kernel's last words (default 120)
 	vm_mark
 	vm_send poweroff || return 1
-	vm_wait 'reboot: (Power down|System halted)' 120
+	vm_wait 'reboot: (Power down|System halted)' "${1:-120}"
 	local rc=$?
 	vm_stop
 	return $rc
