@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as docs/secure-boot.md says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
+# summary: the debian profile's pc ISO with Secure Boot on (OVMF's secure firmware, q35, SMM). Microsoft's keys: shim, Debian's signed GRUB and Debian's signed kernel boot it to login from a CD (and to the hand-over from a USB stick); the SecureBoot variable is 1, the kernel is locked down, our overlay.ko (signed with this checkout's key, not enrolled) is refused and Debian's overlay module runs, with the warning. Our key enrolled as docs/secure-boot.md says (mokutil --import, then MokManager answered on the serial console): the next boot loads our overlay.ko and squashfs.ko, and the tiny ISO, whose kernel that key signed, boots with Secure Boot on; so does its ISO_UKI=1 build through shim (shim -> our systemd-boot -> the UKI checked by shim), which a machine without our key refuses at shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the same profile built with SB_KEY/SB_CERT of that key and ISO_UKI=1 boots its signed UKI to login, and the kernel loads our overlay.ko and squashfs.ko, signed with that key
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 # shellcheck disable=SC2317 # functions run through check and require
 VM_TIMEOUT=${VM_TIMEOUT:-900}
@@ -43,6 +43,34 @@ MOD_BYTES=$(stat -c %s "$W/dummy.ko")
 insmod_throwaway() {
 	vm_run "head -c $MOD_BYTES /dev/vda >/tmp/throwaway.ko && cmp -s -n $MOD_BYTES /dev/vda /tmp/throwaway.ko && echo read; insmod /tmp/throwaway.ko 2>&1; echo insmod-exit=\$?; lsmod | grep -c '^dummy ' || true"
 }
+
+# The ISO_UKI=1 build's way for a machine that keeps Microsoft's keys: shim (EFI/liveunion/shimx64.efi) starts our
+# systemd-boot (its grubx64.efi), which asks shim to check the UKI. A firmware boot entry for
+# \EFI\liveunion\shimx64.efi does that on a PC; here a copy of the tiny UKI ISO has those three files moved to
+# EFI/BOOT/ (the firmware's removable-media path; the ESP has no room for a second copy), so that OVMF starts shim.
+# Signed with this checkout's key, as is the tiny kernel above.
+export MTOOLS_SKIP_CHECK=1
+shimpath=$OUT/tests/secureboot-pc-shim-uki.iso
+shim_path_iso() {
+	local f
+	ISO_UKI=1 "$TOP/build.sh" iso-with "$shimpath" >"$W/shim-iso.log" 2>&1 || { tail -n 5 "$W/shim-iso.log" >&2; return 1; }
+	part_read "$shimpath" 2 "$W/esp.img" || return 1
+	mdel -i "$W/esp.img" ::/EFI/BOOT/BOOTX64.EFI || return 1 # systemd-boot, the same as EFI/liveunion/grubx64.efi
+	for f in shimx64.efi:BOOTX64.EFI grubx64.efi:grubx64.efi mmx64.efi:mmx64.efi; do
+		mcopy -n -i "$W/esp.img" "::/EFI/liveunion/${f%%:*}" "$W/${f%%:*}" &&
+			mmove -i "$W/esp.img" "::/EFI/liveunion/${f%%:*}" "::/EFI/BOOT/${f#*:}" || return 1
+	done
+	part_write "$shimpath" 2 "$W/esp.img"
+}
+require shim-uki-iso-built shim_path_iso
+at_exit "rm -f '$shimpath'"
+# the UKI's signed command line, to compare with what the kernel got
+require shim-uki-cmdline sh -c "mcopy -n -i '$W/esp.img' ::/EFI/Linux/liveunion-3-live.efi '$W/live.efi' && objcopy -O binary --only-section=.cmdline '$W/live.efi' '$W/uki.cmdline'"
+check shim-uki-boot-manager-is-systemd-boot grep -aq 'systemd-boot' "$W/grubx64.efi"
+check shim-uki-shim-is-debians output_is "$(sha256sum <"$(find "$OUT/sb/root" -name shimx64.efi.signed -path '*shim*' | head -n 1)" | cut -d' ' -f1)" \
+	sh -c "sha256sum <'$W/shimx64.efi' | cut -d' ' -f1"
+# efivar NAME: the bytes of an EFI variable of the boot loaders' vendor GUID (systemd's), as text
+efivar() { printf '%s' "grep -q ' /sys/firmware/efi/efivars ' /proc/mounts || mount -t efivarfs efivarfs /sys/firmware/efi/efivars; tail -c +5 /sys/firmware/efi/efivars/$1-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f | tr -d '\\000'"; }
 
 # 1. A stock PC: Microsoft's keys in db, Secure Boot on. The firmware's variables stay in $W/vars.fd from one VM to
 # the next, as a machine's do.
@@ -104,6 +132,18 @@ check tiny-kernel-says-secure-boot vm_run 'dmesg | grep -q "Secure boot enabled"
 check tiny-not-refused log_lacks 'bad shim signature'
 vm_stop
 
+# The ISO_UKI=1 image through shim on the same machine: shim checks systemd-boot against our MOK, systemd-boot has
+# shim check the UKI; login with Secure Boot on and exactly the signed command line.
+require shim-uki-qemu-starts vm_start sb-shim-uki-mok cd-uefi "$shimpath"
+require shim-uki-login vm_login
+check shim-uki-kernel-says-secure-boot vm_run 'dmesg | grep -q "Secure boot enabled"'
+check shim-uki-loader-is-systemd-boot vm_run "$(efivar LoaderInfo) | grep -q '^systemd-boot'"
+check shim-uki-loader-started-as-grubx64 vm_fact "$(efivar LoaderImageIdentifier)" '\EFI\BOOT\grubx64.efi'
+check shim-uki-shim-ran vm_run 'ls /sys/firmware/efi/efivars/ | grep -q "^MokListRT-"'
+check shim-uki-cmdline-is-the-signed-one vm_fact 'cat /proc/cmdline' "$(tr -d '\n\0' <"$W/uki.cmdline")"
+check shim-uki-layers-verified log_has '^liveunion: stack, bottom to top \([0-9]+ layer\(s\), dm-verity\)'
+vm_stop
+
 # The pc ISO written to a stick (xHCI), on a machine with Microsoft's keys only: shim and GRUB from its ESP
 # partition, which finds the ISO9660 volume by UUID.
 VM_SB=ms
@@ -111,6 +151,12 @@ require ms-stick-qemu-starts vm_start sb-pc-ms-stick usb-uefi "$iso"
 require ms-stick-hand-over vm_wait '^liveunion: switching to ' "$VM_BOOT_TIMEOUT"
 check ms-stick-secure-boot log_has 'EFI stub: UEFI Secure Boot is enabled'
 check ms-stick-medium-is-the-stick log_has '^liveunion: medium UUID=[0-9]+ found on /dev/sd[a-z]'
+vm_stop
+# The same shim path on a machine that never enrolled our key: shim refuses our systemd-boot; no kernel starts.
+require shim-uki-ms-qemu-starts vm_start sb-shim-uki-ms cd-uefi "$shimpath"
+check shim-uki-refused-without-mok vm_wait 'Verification failed: .*Security Violation' 300
+sleep 3
+check shim-uki-no-kernel-without-mok log_lacks 'Linux version|liveunion: '
 vm_stop
 
 # 2. A lab's own keys: the profile built again, as a lab would, with SB_KEY/SB_CERT and ISO_UKI=1, into an OUT
