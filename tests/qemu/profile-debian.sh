@@ -1,62 +1,22 @@
 #!/usr/bin/env bash
-# summary: the debian profile (./build.sh --profile debian) as an IDE CD, BIOS, with a virtio NIC: systemd boots with no failed unit, live user on the serial console with sudo, DHCP, python3 and perl run, / is the overlay (medium read-only, writes in tmpfs, gone after reboot), a new machine-id each boot
-# shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
-VM_TIMEOUT=${VM_TIMEOUT:-600}
+# summary: the debian profile's own scenarios (configs/profiles/debian.tests/*.sh: systemd boots with no failed unit, live user on the serial console with sudo, DHCP, python3 and perl run, / is the overlay, medium read-only, writes gone after reboot, a new machine-id each boot) run as a user runs them, by ./build.sh --profile debian check, each of their checks counted here; TAP, junit.xml and the console log where the command says
+# test-timeout: 1500 (a profile build when its inputs changed, then a Debian boot, reboot and poweroff under TCG)
 # shellcheck source=tests/qemu/lib/profile.bash
 . "$(dirname "$0")/lib/profile.bash"
-VM_MEM=${PROFILE_VM_MEM:-1024}
+# shellcheck source=tests/qemu/lib/check.bash
+. "$(dirname "$0")/lib/check.bash"
 
-iso=$OUT/liveunion-debian.iso
-token="liveunion-debian-$$-$RANDOM"
 t0=$(now_ms)
 require profile-built profile_iso debian
 vm_note "profile build (or cache check): $((($(now_ms) - t0) / 1000)) s"
-require qemu-starts vm_start profile-debian cd-bios "$iso" -nic user,model=virtio-net-pci
-require login-as-live-user-then-sudo profile_login
-vm_note "qemu start to root shell: $(($(now_ms) - VM_T0)) ms"
-check banner-names-profile banner_has "profile debian"
-check systemd-running profile_running
-check systemd-is-pid-1 vm_fact 'readlink /proc/1/exe' /usr/lib/systemd/systemd
-check no-failed-units vm_none 'systemctl --failed --no-legend --plain'
-# the image is complete: no "first boot after an update" units at every live boot (/etc/.updated, /var/.updated)
-check sysusers-not-run-at-boot vm_fact 'systemctl show -P ConditionResult systemd-sysusers.service' no
-check etc-marked-updated-at-usr-time vm_fact 'n=$(sed -n "s/^TIMESTAMP_NSEC=//p" /etc/.updated); [ "$((n / 1000000000))" -eq "$(stat -c %Y /usr)" ] && echo same' same
-check serial-getty-on-ttyS0 vm_run 'systemctl is-active serial-getty@ttyS0.service'
-check live-user-in-sudo-group vm_run 'id -nG live'
-check live-user-groups out_has '(^| )sudo( |$)'
-check no-root-password-login vm_run 'grep "^root:" /etc/shadow | cut -d: -f2'
-check root-password-locked out_has '^[!*]'
-check python3-runs vm_fact 'python3 -c "import sys, json; print(json.dumps({\"v\": sys.version_info[0], \"x\": 6 * 7}))"' '{"v": 3, "x": 42}'
-check perl-runs vm_fact 'perl -MPOSIX -e "print floor(42.5), qq(\n)"' 42
-check dhcp-address vm_run 'for i in $(seq 60); do ip -4 -o addr show scope global | grep -q "inet 10\.0\.2\.15/" && break; sleep 1; done; ip -4 -o addr show scope global'
-check dhcp-address-is-qemu-user-net out_has 'inet 10\.0\.2\.15/24'
-check dns-from-dhcp vm_run 'for i in $(seq 30); do resolvectl dns 2>&1 | grep -q "10\.0\.2\.3" && break; sleep 1; done; resolvectl dns 2>&1'
-check dns-server-is-qemu out_has '10\.0\.2\.3'
-check no-initramfs-generator vm_none 'dpkg-query -W -f="\${db:Status-Status} \${Package}\n"' '^installed (initramfs-tools|dracut)$'
-check fstab-empty vm_none 'cat /etc/fstab' '^[^#]'
-check locale-from-profile vm_run '. /etc/default/locale; echo $LANG; locale -a'
-check locale-generated out_has '^en_US\.utf8$'
-check timezone-from-profile vm_fact 'readlink /etc/localtime' /usr/share/zoneinfo/Etc/UTC
-check run-is-handed-over vm_fact 'test -f /run/live/plan && findmnt -n -o FSTYPE /run' tmpfs
-vm_run 'cat /etc/machine-id'
-mid1=$VM_OUT
-check machine-id-generated test "${#mid1}" -eq 32
-# The boot-and-modify check (as boot_scenario does for the busybox root).
-vm_run "grep ' / ' /proc/mounts | tail -n 1"
-check root-is-overlay out_has '^[^ ]+ / overlay '
-check overlay-lower-is-10-base out_has 'lowerdir[+]?=[^ ]*/run/live/layers/10-base'
-vm_run "grep ' /run/live/medium ' /proc/mounts"
-check medium-is-the-cd-read-only out_has '^/dev/sr[0-9]+ /run/live/medium [^ ]+ ro[, ]'
-check medium-write-fails fails vm_run "echo x >/run/live/medium/$token"
-check medium-write-error-is-read-only out_has 'Read-only file system'
-check root-write-works vm_fact "echo $token >/$token && echo $token >/etc/$token && sync && cat /$token" "$token"
-check root-write-lands-in-upper vm_run "test -f /run/live/upper/upper/$token && test -f /run/live/upper/upper/etc/$token"
-check apt-database-readable vm_fact 'dpkg-query -W systemd | cut -f1' systemd
-require reboot-in-same-vm profile_reboot
-check systemd-running-after-reboot profile_running
-check written-files-gone-after-reboot vm_run "test ! -e /$token && test ! -e /etc/$token"
-vm_run 'cat /etc/machine-id'
-check new-machine-id-each-boot test "${#VM_OUT}" -eq 32 -a "$VM_OUT" != "$mid1"
-check no-failed-units-after-reboot vm_none 'systemctl --failed --no-legend --plain'
-vm_stop
+res=$OUT/tests/profiles/debian
+rc=0
+# the ISO just built (the command would build it again: the same stages, cached)
+"$TOP/build.sh" --profile debian check --iso "$OUT/liveunion-debian.iso" --out "$res" >"$VM_WORK/tap" 2>"$VM_WORK/err" || rc=$?
+sed 's/^/# stderr: /' "$VM_WORK/err" | tail -n 20 >&2
+relay_tap "$VM_WORK/tap"
+check command-exit-status-0 test "$rc" -eq 0
+check command-ran-the-profiles-scenarios grep -q '^ok [0-9]* - live-system/no-failed-units-after-reboot$' "$VM_WORK/tap"
+check junit-written test -s "$res/tests/junit.xml"
+check console-log-kept test -s "$res/tests/live-system/live-system.log"
 finish
