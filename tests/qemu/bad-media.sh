@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: damaged and unstable media: an ISO cut in the middle of a layer, a corrupted dm-verity hash tree, read errors on the medium and on the store (qemu blkdebug), and the stick pulled mid-session each end in a message naming the device or layer and what failed; the rescue shell or the running system still answers; nothing is written to another disk
+# summary: damaged and unstable media: an ISO cut in the middle of a layer, a corrupted dm-verity hash tree, read errors on the medium and on the store and write errors on the store in the middle of a session (qemu blkdebug: the store made read-only by the kernel, said, what was synced before kept for the next boot), and the stick pulled mid-session each end in a message naming the device or layer and what failed; the rescue shell or the running system still answers; nothing is written to another disk
 # shellcheck disable=SC2016 # the guest's arithmetic and the host's eval'd checks expand later, on purpose
 # shellcheck source=tests/qemu/lib/iso.bash
 . "$(dirname "$0")/lib/iso.bash"
@@ -97,6 +97,49 @@ check store-eio-upper-is-tmpfs vm_run "grep -x 'upper.kind=tmpfs' /run/live/plan
 require store-eio-poweroff vm_poweroff
 check store-eio-untouched test "$sum" = "$(part_sum "$img")"
 check store-eio-bystander-untouched bystander_untouched
+
+# 4b. Write errors on the store in the middle of a session (a stick wearing out): EIO for every write that touches
+# one sector of the store's journal, 600 blocks in (the boot's own commits stay below it; the session's synced
+# changes wrap round the journal into it). The kernel aborts the journal and makes the store read-only
+# (errors=remount-ro); the live system says so naming the device, keeps running, and what was synced before the
+# error is on the stick; the next boot, without the errors, uses the store with it.
+require store-copied store_copy "$img"
+jblock=$(debugfs -R 'bmap <8> 600' "$PDIR/store.fsck" 2>/dev/null)
+bsize=$(dumpe2fs -h "$PDIR/store.fsck" 2>/dev/null | awk -F: '/^Block size:/ { print $2 + 0 }')
+require journal-block-located test -n "$jblock" -a -n "$bsize"
+cat >"$PDIR/store-weio.conf" <<CONF
+[inject-error]
+event = "write_aio"
+errno = "5"
+sector = "$((p3 / 512 + jblock * bsize / 512))"
+once = "off"
+CONF
+# shellcheck disable=SC2054 # the commas belong to qemu's option syntax
+require store-weio-boot vm_start bad-media-store-weio none "" --direct -device qemu-xhci,id=xhci \
+	-drive "if=none,id=stick,format=raw,file=blkdebug:$PDIR/store-weio.conf:$img" \
+	-device usb-storage,bus=xhci.0,drive=stick "${BYSTANDER[@]}"
+require store-weio-login vm_login
+check store-weio-store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check store-weio-synced-before vm_run 'echo before-errors >/home/kept && sync'
+# small synced changes, one journal commit each, until the store stops taking them (at most 400)
+check store-weio-writes-fail vm_run 'i=0; while [ $i -lt 400 ]; do echo $i >/home/f-$i && sync /home/f-$i || break; i=$((i + 1)); done; echo "stopped at $i"; [ $i -lt 400 ]' 600
+# (the kernel notices its aborted journal at the next write; since Linux 6.7 ext4's read-only state after errors is
+# its own: /proc/mounts still says rw, and writes fail)
+check store-weio-store-takes-no-writes vm_run '! touch /run/live/store/liveunion-v1/probe'
+# said within the watch's 5 s (waited for in the kernel's log, which the message also goes to), on the console too
+said='liveunion: /dev/sd[a-z]3, the persistence store (/run/live/store), was made read-only by the kernel after I/O errors'
+check store-weio-said vm_run "i=0; while [ \$i -lt 30 ] && ! dmesg | grep -q '$said'; do sleep 2; i=\$((i + 1)); done; dmesg | grep -q '$said'" 120
+check store-weio-said-on-console log_has 'liveunion: /dev/sd[a-z]3, the persistence store \(/run/live/store\), was made read-only by the kernel after I/O errors'
+check store-weio-kernel-says-why vm_run 'dmesg | grep -E "Aborting journal on device sd[a-z]3|EXT4-fs \(sd[a-z]3\): Remounting filesystem read-only"'
+check store-weio-shell-answers vm_fact 'echo "still $((6 * 7))"' 'still 42'
+vm_stop
+check store-weio-bystander-untouched bystander_untouched
+require store-weio-next-boot vm_start bad-media-store-after stick-bios "$img" --direct "${BYSTANDER[@]}"
+require store-weio-next-login vm_login
+check store-weio-next-store-used vm_run "grep -x 'upper.kind=store' /run/live/plan"
+check store-weio-next-kept-synced-before vm_fact 'cat /home/kept' before-errors
+require store-weio-next-poweroff vm_poweroff
+check store-weio-next-bystander-untouched bystander_untouched
 
 # 5. The stick (medium and store) pulled mid-session: the live system says which device is gone; its shell still
 # answers; what was synced before is on the store.
