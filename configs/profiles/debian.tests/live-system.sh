@@ -2,8 +2,9 @@
 # live user on the serial console with sudo, DHCP, python3 and perl run, / is the overlay (medium read-only, writes
 # in tmpfs, gone after reboot), a new machine-id each boot. Run by ./build.sh --profile debian check (and in our
 # suite by tests/qemu/profile-debian.sh).
-# shellcheck shell=bash disable=SC2016 # the single-quoted commands are expanded by the guest's shell
+# shellcheck shell=bash disable=SC2016,SC2034 # guest commands in single quotes; the VM_ tunables are the library's
 token="liveunion-debian-$$-$RANDOM"
+VM_POWEROFF_WAIT=300 # systemd's shutdown under TCG
 running() { # systemd has finished starting up (running or degraded)
 	vm_run 'systemctl is-system-running --wait' 300
 	case "$VM_OUT" in *running* | *degraded*) return 0 ;; esac
@@ -55,4 +56,4 @@ check written-files-gone-after-reboot vm_run "test ! -e /$token && test ! -e /et
 vm_run 'cat /etc/machine-id'
 check new-machine-id-each-boot test "${#VM_OUT}" -eq 32 -a "$VM_OUT" != "$mid1"
 check no-failed-units-after-reboot vm_none 'systemctl --failed --no-legend --plain'
-check powers-off vm_poweroff 300
+check powers-off vm_poweroff

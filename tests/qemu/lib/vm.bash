@@ -327,10 +327,11 @@ vm_reboot() {
 }
 
 # vm_poweroff: poweroff in the guest, wait until the kernel says it is done, then stop qemu.
-vm_poweroff() { # [TIMEOUT]: seconds to wait for the kernel's last words (default 120)
+# (VM_POWEROFF_WAIT: seconds to wait for the kernel's last words, default 120)
+vm_poweroff() {
 	vm_mark
 	vm_send poweroff || return 1
-	vm_wait 'reboot: (Power down|System halted)' "${1:-120}"
+	vm_wait 'reboot: (Power down|System halted)' "${VM_POWEROFF_WAIT:-120}"
 	local rc=$?
 	vm_stop
 	return $rc
