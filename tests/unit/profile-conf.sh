@@ -84,6 +84,27 @@ expect kiosk-bad-zoom 'kiosk.zoom=big: use a number' 'declare -A c=([kiosk.url]=
 expect kiosk-bad-cursor 'kiosk.cursor=maybe: use yes or no' 'declare -A c=([kiosk.url]=http://x/ [kiosk.cursor]=maybe); kiosk_check c t' fail
 expect kiosk-bad-url 'kiosk.url=file:///etc/passwd: use an http:// or https:// address' 'declare -A c=([kiosk.url]=file:///etc/passwd); kiosk_check c t' fail
 expect kiosk-idle-seconds '^300 45 7200$' 'for v in 5min 45s 2h; do "$TOP/rootfs/kiosk/kiosk" seconds $v; done | paste -sd" " -'
+# kiosk prepare's allowlist (the managed policy beside URLBlocklist "*"): kiosk.url='s origin, http(s) entries as
+# given, an entry without a scheme as its http and https forms (chromium would match it against chrome:// too), and
+# every other scheme, or a scheme:path without //, left out and named; "*" is not expanded to the working
+# directory's files (one named zz is there).
+# shellcheck disable=SC2317 # called through expect (eval)
+allow_run() { # KIOSK-ALLOW: the allowlist written for kiosk.url=https://kiosk.example.org/page and it, as one line
+	local d=$work/allow
+	rm -rf "$d" && mkdir -p "$d/policy" "$d/cwd" && touch "$d/cwd/zz" &&
+		printf 'quiet kiosk.url=https://kiosk.example.org/page kiosk.allow=%s\n' "$1" >"$d/cmdline" &&
+		(cd "$d/cwd" && KIOSK_CMDLINE=$d/cmdline KIOSK_CONF=/dev/null KIOSK_POLICY_DIR=$d/policy "$TOP/rootfs/kiosk/kiosk" allowlist 2>&1) | tr '\n' ' ' &&
+		tr -d ' \n' <"$d/policy/liveunion-kiosk-allow.json"
+}
+AW='"http://127.0.0.1:47800/waiting.html","https://kiosk.example.org"'
+expect kiosk-allow-http-as-given "^\{\"URLAllowlist\":\[$AW,\"https://x.org/a\",\"http://cdn.example.org:8080/p\"\]\}\$" \
+	'allow_run https://x.org/a,http://cdn.example.org:8080/p'
+expect kiosk-allow-no-scheme-as-http-and-https "^\{\"URLAllowlist\":\[$AW,\"http://cdn.example.org\",\"https://cdn.example.org\",\"http://\.example.net/img\",\"https://\.example.net/img\"\]\}\$" \
+	'allow_run cdn.example.org,.example.net/img'
+expect kiosk-allow-star-not-expanded "^\{\"URLAllowlist\":\[$AW,\"http://\*\",\"https://\*\"\]\}\$" 'allow_run "*"'
+for a in chrome:settings chrome://settings file:///etc/passwd devtools:x view-source:http:x data:text/html javascript:x settings:x; do
+	expect "kiosk-allow-refuses-${a//[^a-z]/-}" "left out.*\{\"URLAllowlist\":\[$AW\]\}\$" "allow_run '$a'"
+done
 expect kiosk-chromium-packages '^alsa-utils,busybox,cage,chromium,fonts-dejavu-core,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
 expect kiosk-firefox-packages '^alsa-utils,busybox,cage,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
 # The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
