@@ -23,7 +23,8 @@
 #                         tiny or the pc kernel (its kernel= key) -> out/liveunion-NAME.iso; needs root (debootstrap); see docs/profiles.md
 # Environment: KERNEL_SRC (tarball or tree), SOURCE_DATE_EPOCH, OUT (default ./out), JOBS; SB_KEY and SB_CERT (the
 #   Secure Boot key and certificate that sign what we build; default: one made once under out/sb/key), ISO_UKI=1
-#   (UEFI boots signed unified kernel images through systemd-boot; see docs/secure-boot.md); ISO_MENU_TIMEOUT (seconds
+#   (UEFI boots signed unified kernel images through systemd-boot, no rescue entry and live.panic unless
+#   ISO_UKI_RESCUE=1; see docs/secure-boot.md); ISO_MENU_TIMEOUT (seconds
 #   the boot menus wait, default 2: time to press a key for toram or the rescue shell; 0 boots at once); ISO_USB_DELAY
 #   (usb_storage.delay_use= on the menus: a USB disk's settle time, default 100ms; the kernel's own default is 1);
 #   ISO_BASE_LAYER (iso-with: another 10-base, e.g. out/profiles/debian/10-base.squashfs), PROFILE_CACHE (default out/cache),

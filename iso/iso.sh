@@ -77,6 +77,13 @@ iso_esp() {
 		room=$((ISO_ESP_MAX - $(du -sb "$d/fs" | cut -f1) - 1048576))
 		left=()
 		while IFS='|' read -r -u 3 e keys title; do
+			# The signed command line is the trust anchor: a shell in the initramfs would hand it to whoever sits at
+			# the keyboard. So no rescue entry, and a failed step panics (live.panic) instead of opening the rescue
+			# shell, unless the builder asks for both with ISO_UKI_RESCUE=1 (a lab's machines behind a locked door).
+			if [ "$ISO_UKI_RESCUE" != 1 ]; then
+				case " $keys " in *" live.break"*) n=$((n - 1)) && continue ;; esac
+				keys="${keys:+$keys }live.panic"
+			fi
 			if [ "$each" -gt "$room" ]; then
 				left+=("$e")
 				n=$((n - 1))
@@ -176,7 +183,7 @@ iso_assemble() {
 		[ -f "$l" ] || die "$l is missing (run ./build.sh first)"
 	done
 	sb_keys # sets SB_*_PEM/DER here (the hash below runs sb_fingerprint in a subshell)
-	h=$(printf 'verity=%s menu=%s uki=%s sb=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT usb=$ISO_USB_DELAY" "$ISO_UKI" \
+	h=$(printf 'verity=%s menu=%s uki=%s sb=%s\n%s\n' "$ISO_VERITY flavour=$ISO_FLAVOUR${extra:+ cmdline=$extra}" "$ISO_MENU_TIMEOUT usb=$ISO_USB_DELAY" "$ISO_UKI rescue=$ISO_UKI_RESCUE" \
 		"$(sb_fingerprint) ${SB_DEBS[*]}" "$(hash_of "$kernel" "$initramfs" \
 		"$base" "$@" "$TOP/iso" "$TOP/VERSION")" | sha256sum | cut -c1-16)
 	if stage_done "$stamp" "$h" && [ -f "$iso" ]; then

@@ -26,6 +26,9 @@ SB_PKGS=(sbsigntool openssl faketime)
 # ISO_UKI=1: the UEFI path boots unified kernel images (kernel, initramfs and command line signed as one) through
 # systemd-boot, signed with our key (SB_KEY/SB_CERT), instead of shim and GRUB.
 ISO_UKI=${ISO_UKI:-0}
+# ISO_UKI_RESCUE=1: the UKI menu keeps its rescue entry and a failed step opens the rescue shell, as on the other
+# menus; by default neither (a shell before the live root would let anyone at the keyboard past the signed line).
+ISO_UKI_RESCUE=${ISO_UKI_RESCUE:-0}
 
 # sb_fetch: out/sb/root with the pinned packages, each checked for its version.
 sb_fetch() {

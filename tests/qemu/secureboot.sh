@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: Secure Boot with OVMF's secure firmware (q35, SMM): Microsoft's keys: shim and Debian's signed GRUB start from the tiny ISO, and our kernel, signed with this checkout's key that the machine does not trust, is refused with GRUB's message; an unsigned GRUB on a copy of the ISO is refused by shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the ISO_UKI=1 build signed with that key boots through systemd-boot to login with Secure Boot on and exactly the signed command line; the same image with one character of its command line changed after signing, or signed with another key, is refused and no kernel starts; a loader entry added to the stick with options init=/bin/sh and made the default is booted with the signed command line only
+# summary: Secure Boot with OVMF's secure firmware (q35, SMM): Microsoft's keys: shim and Debian's signed GRUB start from the tiny ISO, and our kernel, signed with this checkout's key that the machine does not trust, is refused with GRUB's message; an unsigned GRUB on a copy of the ISO is refused by shim. The lab's own keys (Debian's snakeoil PK/KEK/db): the ISO_UKI=1 build signed with that key boots through systemd-boot to login with Secure Boot on and exactly the signed command line; the same image with one character of its command line changed after signing, or signed with another key, is refused and no kernel starts; a loader entry added to the stick with options init=/bin/sh and made the default is booted with the signed command line only; the UKI build has no rescue entry and live.panic signed into every entry: a copy with its verified layer deleted stops naming it and panics, and keys typed on the console get no shell
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
 # shellcheck disable=SC2317 # functions run through check and require
 # shellcheck source=tests/qemu/lib/iso.bash
@@ -64,6 +64,10 @@ check uki-signed-by-lab-key sbverify --cert /usr/share/ovmf/PkKek-1-snakeoil.pem
 check boot-manager-signed-by-lab-key sh -c "mcopy -n -i '$W/esp.img' ::/EFI/BOOT/BOOTX64.EFI '$W/sdboot.efi' && sbverify --cert /usr/share/ovmf/PkKek-1-snakeoil.pem '$W/sdboot.efi'"
 require uki-cmdline objcopy -O binary --only-section=.cmdline "$W/live.efi" "$W/cmdline"
 check uki-cmdline-has-root-hashes grep -q 'live.verify=10-base:[0-9a-f]\{64\}' "$W/cmdline"
+# no shell before the live root for whoever sits at the keyboard: no rescue entry, and a failed step panics
+check uki-cmdline-has-live-panic grep -qw 'live.panic' "$W/cmdline"
+check uki-no-rescue-entry sh -c "mdir -/ -b -i '$W/esp.img' ::/EFI/Linux | grep -q 'liveunion-3-live.efi' && ! mdir -/ -b -i '$W/esp.img' ::/EFI/Linux | grep -qi rescue"
+check uki-no-entry-breaks sh -c "for e in \$(mdir -/ -b -i '$W/esp.img' ::/EFI/Linux); do mcopy -n -i '$W/esp.img' \"\$e\" '$W/e.efi' && objcopy -O binary --only-section=.cmdline '$W/e.efi' '$W/e.cmdline' && grep -qw live.panic '$W/e.cmdline' && ! grep -q live.break '$W/e.cmdline' || exit 1; done"
 VM_SB=snakeoil
 require uki-qemu-starts vm_start sb-uki cd-uefi "$uki"
 require uki-login vm_login
@@ -97,6 +101,17 @@ require uki-esp-again esp_get "$uki" "$W"
 require other-in-place esp_replace "$W/other.iso" "$W/other.efi" "$live"
 require other-qemu-starts vm_start sb-uki-other-key cd-uefi "$W/other.iso"
 check other-key-uki-refused refused 'Error loading .EFI.Linux.liveunion-3-live.efi: Access Denied'
+vm_stop
+
+# 5b. Whoever can write the stick deletes the verified layer: the boot stops naming it, and there is no shell to
+# type into (live.panic, signed): PID 1 exits, the kernel panics; keys typed on the console get no answer.
+require layerless-copy iso_without "$uki" "$W/layerless.iso" /live/10-base.squashfs
+require layerless-qemu-starts vm_start sb-uki-layerless cd-uefi "$W/layerless.iso"
+check layerless-stops-naming-the-layer vm_wait 'live\.verify= has a root hash for layer 10-base, which is not on the medium' "$VM_BOOT_TIMEOUT"
+check layerless-panics vm_wait 'Kernel panic - not syncing: Attempted to kill init' 120
+vm_send 'echo shell-$((6 * 7))'
+sleep 5
+check layerless-no-rescue-shell log_lacks '\(liveunion rescue\)|shell-42'
 vm_stop
 
 # 6. Whoever can write the stick adds a loader entry for the same signed UKI with its own options (init=/bin/sh)
