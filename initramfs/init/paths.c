@@ -3,7 +3,9 @@
 #include "paths.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -41,18 +43,38 @@ int paths_select(const struct plan *p, struct boot *b, const char *vdir)
 	return b->npaths;
 }
 
+/* inside_store DIR STORE: DIR, symbolic links resolved, lies in STORE. Whoever writes the stick could make a path's
+ * upper a link to any directory of the initramfs or the root's tmpfs upper, which the overlay would follow. */
+static int inside_store(const char *dir, const char *store)
+{
+	char d[PATH_MAX], s[PATH_MAX];
+	size_t n;
+
+	if (!realpath(store, s))
+		return fail(errno, "cannot resolve %s", store);
+	if (!realpath(dir, d))
+		return fail(errno, "cannot resolve %s", dir);
+	n = strlen(s);
+	if (strncmp(d, s, n) != 0 || (d[n] != '/' && d[n] != '\0'))
+		return fail(ELOOP, "%s leads to %s, outside the store (a symbolic link in the store): not used", dir,
+			    d);
+	return 0;
+}
+
 /* After the overlay: each persistent path gets its own overlay, the same layers below (their copy of
  * that directory) and an upper in the store, over the volatile root. */
 int paths_mount(const struct plan *p, struct boot *b)
 {
 	static char opts[4096];
 	char key[PATH_LEN], base[PATH_LEN * 2], up[PATH_LEN * 3], wk[PATH_LEN * 3], target[PATH_LEN * 2],
-		lower[PATH_LEN * 2], empty[PATH_LEN + 16];
+		lower[PATH_LEN * 2], empty[PATH_LEN + 16], store[PATH_LEN + 16];
 	struct stat st;
 	int n, i, j, bad = 0;
 	bool fresh;
 	size_t used;
 
+	if (path_fmt(store, sizeof(store), "%s/" LIVE_STORE, p->run_live) != 0)
+		return -1;
 	for (n = b->npaths, i = 0; i < n; i++) {
 		const char *path = b->paths[i];
 
@@ -64,7 +86,8 @@ int paths_mount(const struct plan *p, struct boot *b)
 		    path_fmt(target, sizeof(target), "%s%s", p->newroot, path) != 0)
 			goto bad;
 		fresh = lstat(up, &st) != 0;
-		if (mkdir_p(up, 0755) != 0 || mkdir_p(wk, 0755) != 0)
+		if (mkdir_p(up, 0755) != 0 || mkdir_p(wk, 0755) != 0 || inside_store(up, store) != 0 ||
+		    inside_store(wk, store) != 0)
 			goto bad;
 		if (lstat(target, &st) == 0 && !S_ISDIR(st.st_mode)) {
 			fail(ENOTDIR, "persist %s: it is not a directory in the live root", path);
