@@ -9,6 +9,12 @@ PROMPT='Passphrase for the persistence store '
 require stick-made make_stick "$img" --persist-size 32M --encrypt --passphrase-file "$PDIR/pass"
 is_luks2() { part_read "$1" 3 "$PDIR/p3" && [ "$(cryptsetup luksDump "$PDIR/p3" | awk '$1 == "Version:" { print $2 }')" = 2 ]; }
 require store-is-luks2 is_luks2 "$img"
+# kdf_of IMAGE: the KDF and memory of partition 3's key slots, as luksDump names them (one line a distinct pair)
+kdf_of() {
+	part_read "$1" 3 "$PDIR/p3" &&
+		cryptsetup luksDump "$PDIR/p3" | awk '$1 == "PBKDF:" { k = $2 } $1 == "Memory:" { k = k " " $2 } $1 == "Salt:" && k { print k; k = "" }' | sort -u
+}
+fact store-kdf-is-argon2id-64mib "argon2id 65536" kdf_of "$img"
 
 # shellcheck source=tests/qemu/lib/screen.bash
 . "$(dirname "$0")/lib/screen.bash"
@@ -75,6 +81,20 @@ check store-clean-after-poweroff luks_store_clean "$img"
 # typed twice (both boots), echoed never: the serial console shows no passphrase (the screen's side: below)
 check passphrase-never-echoed fails grep -aqF "$pass" "$VM_LOG"
 check planted-marker-would-be-found grep -aqF liveunion-rw "$img" # the LUKS2 label is plain text: grep sees the image
+
+# --- the key slot made cheap for the rest -------------------------------------------------------------------------
+# What follows is about the answers (wrong, empty, typed on the screen, none), which disk is asked for and a power
+# cut: not the KDF, which the boots above unlocked as the tool makes it. Each try costs a full argon2id run (64 MiB,
+# 4 passes: 4-19 s under TCG on a loaded host), eight of them below: the stick's one key slot is converted to PBKDF2
+# with 1000 iterations on the host (the same passphrase, the volume key and the data untouched).
+cheap_kdf() {
+	part_read "$img" 3 "$PDIR/p3" &&
+		cryptsetup luksConvertKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+			--key-file "$PDIR/pass.raw" "$PDIR/p3" &&
+		part_write "$img" 3 "$PDIR/p3"
+}
+require kdf-made-cheap cheap_kdf
+fact kdf-is-pbkdf2-now pbkdf2 kdf_of "$img"
 
 # --- three wrong passphrases: tmpfs, said, nothing written -------------------------------------------------------
 sum=$(part_sum "$img")
