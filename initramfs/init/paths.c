@@ -56,7 +56,7 @@ static int inside_store(const char *dir, const char *store)
 		return fail(errno, "cannot resolve %s", dir);
 	n = strlen(s);
 	if (strncmp(d, s, n) != 0 || (d[n] != '/' && d[n] != '\0'))
-		return fail(ELOOP, "%s leads to %s, outside the store (a symbolic link in the store): not used", dir,
+		return fail(EPERM, "%s leads to %s, outside the store (a symbolic link in the store): not used", dir,
 			    d);
 	return 0;
 }
