@@ -13,13 +13,16 @@ private_mounts "$@"
 
 tmp=$(mktemp -d /tmp/store-tools-test.XXXXXX)
 cleanup() {
-	local m l
+	local m l loops
+	# the loops on our files, those on them (in place) first, listed while the file systems holding their files are
+	# still mounted (once unmounted, a loop's file is named from its own mount's root, /liveunion-rw.img, and was
+	# left attached); the partition nodes made below
+	loops=$(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) != 1 && $2 ~ /^\/dev\/loop/ {print $1}')
+	loops="$loops $(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) == 1 {print $1}')"
 	for m in $(findmnt -rn -o TARGET | grep -E "^$tmp/" | sort -r); do
 		umount "$m" 2>/dev/null || umount -l "$m" || true
 	done
-	# the loops on our files, those on them (in place) first; the partition nodes made below
-	for l in $(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) != 1 && $2 ~ /^\/dev\/loop/ {print $1}') \
-		$(losetup -n -O NAME,BACK-FILE | awk -v t="$tmp/" 'index($2, t) == 1 {print $1}'); do
+	for l in $loops; do
 		losetup -d "$l" 2>/dev/null || true
 	done
 	# shellcheck disable=SC2086 # a list of node paths, none with a space
