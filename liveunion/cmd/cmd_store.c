@@ -23,13 +23,7 @@
 #define VDIR_LEN (PATH_MAX + 32)
 #define SUB_LEN (PATH_MAX + 512)
 
-struct store_sub {
-	const char *name;
-	int (*run)(int argc, char **argv);
-	const char *args, *help;
-};
-
-static const struct store_sub subs[] = {
+static const struct subcmd subs[] = {
 	{"status", store_status, "[--store DIR]", "size, free space, format, last image, encryption, what fills it"},
 	{"passphrase", store_passphrase, "[--recovery-key] [--key-file F] [--new-key-file F] [--store DIR]",
 	 "change the LUKS2 passphrase, or add a recovery key"},
@@ -51,16 +45,7 @@ static void store_usage(FILE *f)
 
 int cmd_store(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		store_usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
-	}
-	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-		if (!strcmp(argv[1], subs[i].name))
-			return subs[i].run(argc - 1, argv + 1);
-	fprintf(stderr, PROG " store: unknown command '%s'\n", argv[1]);
-	store_usage(stderr);
-	return 2;
+	return subcmd_run(PROG " store", subs, sizeof subs / sizeof subs[0], store_usage, argc, argv);
 }
 
 /* The options every store subcommand takes: --store DIR, and the ones it names in opts ("--cancel", ...: flags;

@@ -7,6 +7,16 @@
 
 #define PROG "liveunion"
 
+/* A table of subcommands (`liveunion COMMAND`, `liveunion store COMMAND`): ARGS may be NULL. */
+struct subcmd {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *args, *help;
+};
+/* main.c: runs the subcommand argv[1] names in T (N entries); with none, --help or -h prints USAGE (to stderr and
+ * exit status 2 when argv[1] is missing); an unknown one is named after WHO ("liveunion", "liveunion store"). */
+int subcmd_run(const char *who, const struct subcmd *t, size_t n, void (*usage)(FILE *), int argc, char **argv);
+
 int cmd_status(int argc, char **argv);
 int cmd_changes(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
