@@ -524,23 +524,32 @@ write $PDIR/alpha-x 11-pl.squashfs"
 	check a-partial-layer-during-the-save-is-found refused_for " /liveunion-v1/layers/11-pl\.squashfs:not-whole( |\$)" "$save_d"
 fi
 
+# crash_boot NAME IMAGE: the stick IMAGE booted (checks NAME-*): unlocked, logged in, the store used with no
+# e2fsck repair; crash_boot_end NAME IMAGE: powered off, the store consistent (and the FAT or exFAT around it).
+crash_boot() {
+	require "$1-boot" vm_start "$PL_NAME-${1%-crash}" stick-bios "$2" --direct
+	require "$1-unlocked" unlocked
+	require "$1-login" vm_login
+	check "$1-store-used" log_has "$STORE_USED"
+	check "$1-no-e2fsck-repair" no_repairs "$VM_LOG"
+}
+crash_boot_end() {
+	require "$1-poweroff" vm_poweroff
+	check "$1-store-consistent-after" store_consistent "$2"
+	case "$PL_KIND" in fat | exfat) check "$1-host-filesystem-clean" host_fs_clean "$2" ;; esac
+}
+
 # --- a crash image boots: the init replays the journal with e2fsck -p, nothing else repaired -------------------
 if require crash-image-picked test -n "${crash_at:-}"; then
 	vm_note "booting the crash image $crash_what ($(synced_what "$crash_at"))"
 	crash_pending=0
 	store_out "$PDIR/crash.img" "$PDIR/crash.p3" && pending "$PDIR/crash.p3" && crash_pending=1
-	require crash-boot vm_start "$PL_NAME-crash" stick-bios "$PDIR/crash.img" --direct
-	require crash-unlocked unlocked
-	require crash-login vm_login
-	check crash-store-used log_has "$STORE_USED"
-	check crash-no-e2fsck-repair no_repairs "$VM_LOG"
+	crash_boot crash "$PDIR/crash.img"
 	[ "$crash_pending" = 0 ] || check crash-journal-replayed-by-the-init log_has ': recovering journal$' 
 	check crash-synced-files-there vm_run "test \"\$(cat /home/pl/renamed)\" = gone-1 && test ! -e /home/pl/gone && test -e /home/pl/big"
 	# the .tmp layer is in the store and 11-pl.squashfs is not: the old set of layers, the .tmp never stacked
 	[ -z "$save_what" ] || check crash-tmp-layer-not-stacked vm_none 'ls -A /run/live/layers; grep " /run/live/layers/" /proc/mounts' '\.tmp|11-pl'
-	require crash-poweroff vm_poweroff
-	check crash-store-consistent-after store_consistent "$PDIR/crash.img"
-	case "$PL_KIND" in fat | exfat) check crash-host-filesystem-clean host_fs_clean "$PDIR/crash.img" ;; esac
+	crash_boot_end crash "$PDIR/crash.img"
 fi
 
 # --- power lost during the store's first set-up: the next boot finishes it and uses the store ---------------------
@@ -548,16 +557,10 @@ if require setup-crash-image-picked test -n "$setup_what"; then
 	vm_note "booting the set-up crash image: $setup_what (liveunion-v1 then held: ${setup_has:-nothing})"
 	# the set-up unfinished there: the store's meta not yet written
 	check setup-crash-image-has-no-meta test "${setup_has/meta/}" = "$setup_has"
-	require setup-crash-boot vm_start "$PL_NAME-setup" stick-bios "$PDIR/setup.img" --direct
-	require setup-crash-unlocked unlocked
-	require setup-crash-login vm_login
-	check setup-crash-store-used log_has "$STORE_USED"
+	crash_boot setup-crash "$PDIR/setup.img"
 	check setup-crash-upper-is-store vm_run "grep -x 'upper.kind=store' /run/live/plan"
-	check setup-crash-no-e2fsck-repair no_repairs "$VM_LOG"
 	check setup-crash-store-set-up vm_run 'test -d /run/live/store/liveunion-v1/upper && test -s /run/live/store/liveunion-v1/meta'
 	check setup-crash-store-writable vm_run 'echo after-setup-crash >/root/after && sync && grep -q after-setup-crash /run/live/store/liveunion-v1/upper/root/after'
-	require setup-crash-poweroff vm_poweroff
-	check setup-crash-store-consistent-after store_consistent "$PDIR/setup.img"
-	case "$PL_KIND" in fat | exfat) check setup-crash-host-filesystem-clean host_fs_clean "$PDIR/setup.img" ;; esac
+	crash_boot_end setup-crash "$PDIR/setup.img"
 fi
 finish
