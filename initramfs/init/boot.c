@@ -141,6 +141,7 @@ void boot_prepare(const char *cmdline_path, const char *meminfo_path, const char
 {
 	static char cmdline_text[4096];
 	static struct cmdline c;
+	static struct modload mods;
 	struct facts f = {0, 0};
 
 	if (read_text(cmdline_path, cmdline_text, sizeof(cmdline_text)) < 0)
@@ -153,9 +154,10 @@ void boot_prepare(const char *cmdline_path, const char *meminfo_path, const char
 	if (p->adjusted[0])
 		msg("%s", p->adjusted);
 	log_debug_enable(p->debug);
-	modload_start(cmdline_text, devices);
-	text_fmt(b->kernel, sizeof(b->kernel), "%s", modload_flavour());
-	text_fmt(b->kernel_overlay, sizeof(b->kernel_overlay), "%s", modload_overlay());
+	modload_start(&mods, cmdline_text, devices);
+	b->mods = &mods;
+	text_fmt(b->kernel, sizeof(b->kernel), "%s", modload_flavour(&mods));
+	text_fmt(b->kernel_overlay, sizeof(b->kernel_overlay), "%s", modload_overlay(&mods));
 	boot_print_plan(p, b, "plan:");
 	boot_save_plan(p, b);
 }
@@ -243,7 +245,7 @@ int boot_run(const struct plan *p, struct boot *b, const struct boot_env *e)
 		t.end[i] = 0;
 		if (i == S_SWITCH)
 			boot_save_plan(p, b); /* the last word the live root reads: the hand-over's start */
-		modload_poll();
+		modload_poll(b->mods);
 		while (run_step(i, p, b, e) != 0) {
 			boot_save_plan(p, b);
 			if (report(p, b, i, e) != 0)

@@ -371,7 +371,7 @@ int discover_medium(const struct plan *p, struct boot *b, const char *sysblock, 
 			msg("still waiting for the medium %s (%lld s)", p->medium_spec, (now_ms() - start) / 1000);
 			next_note += 5000;
 		}
-		modload_wait(POLL_MS);
+		modload_wait(b->mods, POLL_MS);
 	}
 	if (p->iso_path[0])
 		msg("the ISO file %s (medium %s) is on no partition after %u s; block devices searched:", p->iso_path,
@@ -382,7 +382,7 @@ int discover_medium(const struct plan *p, struct boot *b, const char *sysblock, 
 		msg("  (none: is the driver for the disk or CD controller in the kernel?)");
 	for (i = 0; i < nseen; i++)
 		msg("  %s: %s", seen[i].name, seen[i].reason);
-	modload_report_unbound();
+	modload_report_unbound(b->mods);
 	if (p->iso_path[0])
 		return fail(ENOENT, "find the ISO file %s (live.iso=)", p->iso_path);
 	return fail(ENODEV, "find the medium %s", p->medium_spec);

@@ -176,7 +176,7 @@ int net_up(const struct plan *p, struct boot *b)
 			break;
 		if (waited_ms >= (int)p->timeout * 1000)
 			break;
-		modload_wait(200);
+		modload_wait(b->mods, 200);
 		waited_ms += 200;
 	}
 	if (k == 0) {
@@ -185,7 +185,7 @@ int net_up(const struct plan *p, struct boot *b)
 				    p->ip.device, p->timeout, n);
 		msg("network: no Ethernet interface after %u s (is the NIC's driver in the kernel or the initramfs?)",
 		    p->timeout);
-		modload_report_unbound();
+		modload_report_unbound(b->mods);
 		return fail(ENODEV, "find a network interface");
 	}
 	for (i = 0; i < k; i++) {

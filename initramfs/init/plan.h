@@ -30,6 +30,9 @@ struct layer {
 	int hash_loop; /* -1 when not verified */
 	int dm_minor;  /* -1 when not verified; the layer is mounted from /dev/dm-N */
 	bool saved;    /* from the store's liveunion-v1/layers/ (liveunion save), not the medium */
+	/* Not in live.verify= but NN-name.roothash and NN-name.roothash.p7s lie beside it: the root hash is read from
+	 * the first and the kernel accepts it only with the second, a signature by a key of its trusted keyring. */
+	bool sig;
 };
 
 /* live.persist= forms. */
@@ -129,6 +132,8 @@ struct store {
 	struct meta meta; /* what its liveunion-v1/meta said (have_meta) */
 };
 
+struct modload;
+
 /* What carrying the plan out found and did: the steps fill it. */
 struct boot {
 	char upper_kind[16]; /* "tmpfs"; persistence adds "store" */
@@ -154,6 +159,7 @@ struct boot {
 	char nbd_device[32];            /* live.nbd=: /dev/nbdN once connected */
 	char kernel[8];                 /* flavour: "pc" (modules in the initramfs) or "tiny" (built in) */
 	char kernel_overlay[200];       /* which overlay module runs (modload.c) */
+	struct modload *mods;           /* the kernel modules: every wait for a device polls them; NULL in host tests */
 	int done;                       /* steps finished, in order */
 	unsigned long long upper_bytes; /* the upper's room: the plan's tmpfs, or what the store has free */
 };

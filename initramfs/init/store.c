@@ -136,7 +136,8 @@ static int store_beside_iso(const struct plan *p, const struct boot *b, enum per
 
 /* LABEL=, UUID= or PARTUUID=: on any disk, as the name is the user's choice; waited for up to live.timeout, as a named
  * stick may be enumerated after the medium. Two with that name: neither is used. */
-static int find_named(const struct plan *p, enum persist_kind kind, struct store *s, char *why, size_t wlen)
+static int find_named(const struct plan *p, const struct boot *b, enum persist_kind kind, struct store *s, char *why,
+		      size_t wlen)
 {
 	static char names[MAX_NAMED][DISK_NAME_LEN];
 	char dev[DISK_NAME_LEN + 8], first[DISK_NAME_LEN + 8], pu[40];
@@ -189,7 +190,7 @@ static int find_named(const struct plan *p, enum persist_kind kind, struct store
 			break;
 		if (waited == 0)
 			msg("persistence: waiting up to %u s for %s to appear", p->timeout, spec);
-		modload_wait(250);
+		modload_wait(b->mods, 250);
 		waited++;
 	}
 	text_fmt(why, wlen, "no ext2/3/4 filesystem with %s (waited %u s)", spec, p->timeout);
@@ -247,7 +248,7 @@ int store_find(const struct plan *p, const struct boot *b, enum persist_kind kin
 {
 	*loopfd = -1;
 	if (kind == PK_LABEL || kind == PK_UUID || kind == PK_PARTUUID)
-		return find_named(p, kind, s, why, wlen);
+		return find_named(p, b, kind, s, why, wlen);
 	if (b->iso_host[0])
 		return store_beside_iso(p, b, kind, s, loopfd, why, wlen);
 	return find_on_boot_disk(p, b, kind, s, loopfd, why, wlen);

@@ -16,11 +16,11 @@ for t in cmdline plan disk store modalias meta net; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
 	modalias) srcs=("$SRC/modalias.c" "$SRC/cmdline.c") ;;
 	meta) srcs=("$SRC/meta.c" "$SRC/text.c") ;;
-	net) srcs=("$SRC/netcfg.c" "$SRC/net.c" "$SRC/fetch.c" "$SRC/nbd.c" "$SRC/progress.c" "$SRC/modload.c"
+	net) srcs=("$SRC/netcfg.c" "$SRC/net.c" "$SRC/fetch.c" "$SRC/nbd.c" "$SRC/progress.c" "$SRC/modload.c" "$SRC/coldplug.c"
 		"$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	store) srcs=("$SRC/store.c" "$SRC/store_image.c" "$SRC/store_fsck.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/progress.c"
-		"$SRC/modload.c" "$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+		"$SRC/modload.c" "$SRC/coldplug.c" "$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/plan_print.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/pathlist.c" "$SRC/medium.c" "$SRC/netcfg.c" "$SRC/text.c"
 		"$SRC/util.c" "$SRC/log.c") ;;
 	esac
