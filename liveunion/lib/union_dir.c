@@ -20,48 +20,10 @@
 #include <unistd.h>
 
 #include "union.h"
+#include "union_dir.h"
 
 #define CHECK_EVERY 4096
 #define READ_TRIES 3
-
-struct ent {
-	size_t off; /* name offset in the arena */
-	uint64_t ino;
-	int32_t layer;
-	uint8_t type;
-	uint8_t hidden; /* whiteout: hides lower names, never returned */
-};
-
-struct dstate {
-	int fd;
-	int layer;
-	int xwh;
-	char *rel;
-	struct stat st; /* at snapshot time */
-};
-
-struct wstate {
-	int layer;
-	char *anc; /* nearest existing ancestor of the probed path */
-	struct stat st;
-};
-
-struct lu_dir {
-	struct lu_union *u;
-	int n, nw;
-	struct dstate *d;
-	struct wstate *w;
-	char *names;
-	size_t nlen, ncap;
-	struct ent *e;
-	size_t ne, ecap, nvisible;
-	uint32_t *hash; /* entry index + 1, 0 = empty */
-	size_t hcap;
-	size_t pos;
-	size_t since_check;
-	int changed;
-	struct lu_dirent cur;
-};
 
 struct kdirent64 {
 	uint64_t d_ino;
@@ -200,74 +162,6 @@ static int read_layer(struct lu_dir *d, struct dstate *ds)
 	return n < 0 ? -errno : 0;
 }
 
-static int same_time(const struct timespec *a, const struct timespec *b)
-{
-	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
-}
-
-static int same_inode(const struct stat *a, const struct stat *b)
-{
-	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && same_time(&a->st_mtim, &b->st_mtim) &&
-	       same_time(&a->st_ctim, &b->st_ctim);
-}
-
-/* Find and stat the watch point of the probed path REL in LAYER: its parent
- * directory, or the nearest ancestor that exists. */
-static int watch_init(struct lu_dir *d, struct wstate *w, int layer, const char *rel)
-{
-	char *sl;
-
-	w->layer = layer;
-	if (!(w->anc = strdup(rel)))
-		return -ENOMEM;
-	do {
-		sl = strrchr(w->anc, '/');
-		if (sl)
-			*sl = '\0';
-		else
-			w->anc[0] = '\0';
-		if (fstatat(lu_layer_fd(d->u, layer), *w->anc ? w->anc : ".", &w->st, AT_SYMLINK_NOFOLLOW) == 0)
-			return 0;
-		if (errno != ENOENT && errno != ENOTDIR)
-			return -errno;
-	} while (*w->anc);
-	return -errno; /* the layer's root itself is gone */
-}
-
-static int watches_changed(struct lu_dir *d)
-{
-	struct stat st;
-
-	for (int i = 0; i < d->nw; i++) {
-		struct wstate *w = &d->w[i];
-		if (fstatat(lu_layer_fd(d->u, w->layer), *w->anc ? w->anc : ".", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !same_inode(&st, &w->st))
-			return 1;
-	}
-	return 0;
-}
-
-static int layers_changed(struct lu_dir *d, int deep)
-{
-	struct stat st;
-	int i;
-
-	if (watches_changed(d))
-		return 1;
-	for (i = 0; i < d->n; i++) {
-		struct dstate *ds = &d->d[i];
-		if (fstat(ds->fd, &st) < 0 || !same_time(&st.st_mtim, &ds->st.st_mtim) ||
-		    !same_time(&st.st_ctim, &ds->st.st_ctim))
-			return 1;
-		/* a directory renamed away or replaced keeps its old fd valid */
-		if (deep &&
-		    (fstatat(lu_layer_fd(d->u, ds->layer), *ds->rel ? ds->rel : ".", &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		     st.st_ino != ds->st.st_ino || st.st_dev != ds->st.st_dev))
-			return 1;
-	}
-	return 0;
-}
-
 static void reset_snapshot(struct lu_dir *d)
 {
 	d->nlen = d->ne = d->nvisible = 0;
@@ -288,9 +182,9 @@ static int snapshot(struct lu_dir *d)
 		for (i = 0; i < d->n; i++)
 			if ((r = read_layer(d, &d->d[i])) < 0)
 				return r;
-		if (!d->changed && !layers_changed(d, 0))
+		if (!d->changed && !lu_dir_layers_changed(d, 0))
 			return 0;
-		if (watches_changed(d))
+		if (lu_dir_watches_changed(d))
 			break; /* the lookup itself is out of date: reading again cannot help */
 	}
 	d->changed = 1; /* keep the last listing, but say it may be mixed */
@@ -319,7 +213,7 @@ struct lu_dir *lu_opendir_node(struct lu_union *u, const struct lu_node *n)
 	/* watch points first: a change between them and the snapshot shows as one */
 	for (i = 0; i < n->nwatch; i++) {
 		d->nw = i + 1;
-		if ((r = watch_init(d, &d->w[i], n->watch[i].layer, n->watch[i].rel)) < 0)
+		if ((r = lu_dir_watch_init(d, &d->w[i], n->watch[i].layer, n->watch[i].rel)) < 0)
 			goto fail;
 	}
 	for (i = 0; i < n->ndirs; i++) {
@@ -368,7 +262,7 @@ const struct lu_dirent *lu_readdir(struct lu_dir *d)
 
 	if (++d->since_check >= CHECK_EVERY) {
 		d->since_check = 0;
-		if (!d->changed && layers_changed(d, 0)) {
+		if (!d->changed && lu_dir_layers_changed(d, 0)) {
 			d->changed = 1;
 			errno = ESTALE;
 			return NULL;
@@ -377,7 +271,7 @@ const struct lu_dirent *lu_readdir(struct lu_dir *d)
 	while (d->pos < d->ne && d->e[d->pos].hidden)
 		d->pos++;
 	if (d->pos >= d->ne) {
-		if (!d->changed && layers_changed(d, 1))
+		if (!d->changed && lu_dir_layers_changed(d, 1))
 			d->changed = 1;
 		errno = d->changed ? ESTALE : 0;
 		return NULL;
@@ -403,7 +297,7 @@ void lu_seekdir(struct lu_dir *d, long cookie)
 void lu_rewinddir(struct lu_dir *d)
 {
 	d->pos = 0;
-	if (!d->changed && layers_changed(d, 1))
+	if (!d->changed && lu_dir_layers_changed(d, 1))
 		d->changed = 1;
 }
 
