@@ -21,8 +21,13 @@
 #   kiosk.persist=   yes: only kiosk.data persists (live.persist.paths=), browser profile included; anything
 #                    else: persistence off and the browser profile removed at every start
 #   kiosk.watchdog=  systemd RuntimeWatchdogSec= (e.g. 30s; empty: no hardware watchdog)
-# kiosk.url, browser, idle, cursor, rotate, zoom go to /etc/liveunion/kiosk.conf; the same keys on the kernel
-# command line override them at boot (rootfs/kiosk/kiosk).
+#   kiosk.config=    the fleet's signed configuration (http:// or https://; docs/kiosk.md "A fleet of kiosks")
+#   kiosk.config.key= the admin's public key or certificate (PEM file; relative: to configs/profiles/) that the
+#                    configuration's signature is checked against, put in the image as /etc/liveunion/kiosk-admin.pem
+#   kiosk.poll=      how often the configuration is fetched (N, Ns, Nmin, Nh; default 5min)
+#   kiosk.group=     the group name the configuration's [group NAME] sections match
+# kiosk.url, browser, idle, cursor, rotate, zoom, config, poll, group go to /etc/liveunion/kiosk.conf; the same keys
+# on the kernel command line override them at boot (rootfs/kiosk/kiosk).
 # The user is added to copies of the base layer's passwd, group, shadow and gshadow carried in this layer.
 
 # Bump when the apt step below changes meaning (part of the cache key of the installed packages).
@@ -66,6 +71,9 @@ kiosk_packages() {
 		# busybox: httpd for the waiting page and wget for the outage watch; alsa-utils: its udev rule runs
 		# alsactl, which unmutes a sound card and sets its volume (the kernel starts HDA outputs muted)
 		printf 'cage\nseatd\nxwayland\nfonts-dejavu-core\nxkb-data\nbusybox\nalsa-utils\n'
+		# the fleet: curl and openssl fetch and verify the signed configuration (ca-certificates for https), the
+		# node exporter serves the health metrics (its textfile collector)
+		printf 'curl\nopenssl\nca-certificates\nprometheus-node-exporter\n'
 		case "${kp[kiosk.browser]:-chromium}" in
 		chromium) printf 'chromium\n' ;;
 		firefox) printf 'firefox-esr\n' ;;
@@ -147,11 +155,39 @@ kiosk_check() {
 	case "${kk[kiosk.rotate]:-0}" in 0 | 90 | 180 | 270) ;; *) die "profile $name: kiosk.rotate=${kk[kiosk.rotate]}: use 0, 90, 180 or 270" ;; esac
 	case "${kk[kiosk.zoom]:-1}" in *[!0-9.]* | .* | '') die "profile $name: kiosk.zoom=${kk[kiosk.zoom]}: use a number such as 1.25" ;; esac
 	case "${kk[kiosk.url]:-}" in '' | http://* | https://*) ;; *) die "profile $name: kiosk.url=${kk[kiosk.url]}: use an http:// or https:// address" ;; esac
+	case "${kk[kiosk.config]:-}" in '' | http://* | https://*) ;; *) die "profile $name: kiosk.config=${kk[kiosk.config]}: use an http:// or https:// address" ;; esac
+	[ -z "${kk[kiosk.config]:-}" ] || [ -n "${kk[kiosk.config.key]:-}" ] ||
+		die "profile $name: kiosk.config= needs kiosk.config.key= (the admin's public key or certificate that signs it)"
+	v=${kk[kiosk.poll]:-}
+	[ -z "$v" ] || "$TOP/rootfs/kiosk/kiosk" seconds "$v" >/dev/null ||
+		die "profile $name: kiosk.poll=$v: use N, Ns, Nmin or Nh (N > 0)"
+	case "${kk[kiosk.group]:-}" in *[!A-Za-z0-9._-]*) die "profile $name: kiosk.group=${kk[kiosk.group]}: use letters, digits, '.', '_' or '-'" ;; esac
+}
+
+# kiosk_admin_key FILE OUT: the admin's public key (FILE: a PEM certificate or public key) as a PEM public key in
+# OUT; a private key, or anything else, is refused by name.
+kiosk_admin_key() {
+	local f=$1 out=$2
+	[ -f "$f" ] || die "kiosk.config.key=$f: no such file (the admin's public key or certificate, PEM)"
+	if openssl x509 -in "$f" -noout 2>/dev/null; then
+		openssl x509 -in "$f" -pubkey -noout >"$out" || die "cannot read the public key of the certificate $f"
+	elif ! openssl pkey -pubin -in "$f" -out "$out" 2>/dev/null; then
+		die "kiosk.config.key=$f: neither a PEM certificate nor a PEM public key (a private key never goes into the image: openssl pkey -in KEY -pubout)"
+	fi
+	chmod 0644 "$out"
+}
+
+# kiosk_key_file CONF: the profile's kiosk.config.key= as a path (relative: to the profiles' directory), or nothing
+kiosk_key_file() {
+	local -n kf=$1
+	local f=${kf[kiosk.config.key]:-}
+	[ -n "$f" ] || return 0
+	case "$f" in /*) printf '%s\n' "$f" ;; *) printf '%s\n' "$PROFILE_DIR/$f" ;; esac
 }
 
 # kiosk_layer NAME CONF OUTBASE: OUTBASE.squashfs, cached by the base layer, the profile and this script.
 kiosk_layer() {
-	local name=$1 out=$3.squashfs base h d user data cmd id t0 url pkgs tree='' f
+	local name=$1 out=$3.squashfs base h d user data cmd id t0 url pkgs tree='' f keyf
 	local -n kcf=$2
 	kcf[name]=$name
 	kiosk_check "$2" "$name"
@@ -162,8 +198,11 @@ kiosk_layer() {
 	base=${PLAYERS[0]:-}
 	[ -f "$base" ] || die "profile $name: no base layer was made before it"
 	[ -z "$url" ] || pkgs=$(kiosk_packages "$2")
+	keyf=$(kiosk_key_file "$2")
+	[ -z "$keyf" ] || [ -f "$keyf" ] || die "profile $name: kiosk.config.key=$keyf: no such file (the admin's public key or certificate, PEM)"
 	h=$(printf '%s\n' "$(hash_of "$base" "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" "$TOP/rootfs/kiosk.sh" \
-		"$TOP/rootfs/kiosk" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh")" "${pkgs:-}" | sha256sum | cut -c1-16)
+		"$TOP/rootfs/kiosk" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh" ${keyf:+"$keyf"})" "${pkgs:-}" |
+		sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
 		return 0
@@ -272,12 +311,16 @@ kiosk_browser_files() {
 		"$d/etc/pam.d"
 	{
 		printf '# Made by rootfs/kiosk.sh from the profile; the same keys on the kernel command line override these.\n'
-		for k in url browser idle cursor rotate zoom persist; do
+		for k in url browser idle cursor rotate zoom persist config poll group; do
 			[ -z "${kb[kiosk.$k]:-}" ] || printf 'kiosk.%s=%s\n' "$k" "${kb[kiosk.$k]}"
 		done
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"
 	} >"$d/etc/liveunion/kiosk.conf"
 	install -m 0755 "$TOP/rootfs/kiosk/kiosk" "$d/usr/lib/liveunion/kiosk/"
+	# the fleet: the admin's key (never from the network), the node exporter's textfile directory
+	k=$(kiosk_key_file "$2")
+	[ -z "$k" ] || kiosk_admin_key "$k" "$d/etc/liveunion/kiosk-admin.pem"
+	install -d -m 0755 "$d/var/lib/prometheus/node-exporter"
 	# the idle watch (reads /dev/input) and the input filter (grabs /dev/input, passes the keys of typing on through
 	# /dev/uinput), static with musl and the kernel's headers like the init
 	for k in kiosk-idle kiosk-keys; do
@@ -392,4 +435,23 @@ kiosk_browser_files() {
 	WantedBy=multi-user.target
 	EOT
 	ln -s ../liveunion-kiosk-idle.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-idle.service"
+	cat >"$d/etc/systemd/system/liveunion-kiosk-fleet.service" <<-EOT
+	# Made by rootfs/kiosk.sh: the fleet's configuration (kiosk.config=), the health metrics, kiosk.reload-at= and
+	# kiosk.reboot-at= (rootfs/kiosk/kiosk fleet), as root (systemctl, the allowlist).
+	[Unit]
+	Description=Kiosk fleet configuration, health metrics and schedule
+	# not network-online.target: a kiosk without a network still gets its metrics; a failed fetch is tried again
+	# within 30 s
+	After=network.target
+	StartLimitIntervalSec=0
+
+	[Service]
+	ExecStart=/usr/lib/liveunion/kiosk/kiosk fleet
+	Restart=always
+	RestartSec=5
+
+	[Install]
+	WantedBy=multi-user.target
+	EOT
+	ln -s ../liveunion-kiosk-fleet.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-fleet.service"
 }

@@ -105,8 +105,23 @@ expect kiosk-allow-star-not-expanded "^\{\"URLAllowlist\":\[$AW,\"http://\*\",\"
 for a in chrome:settings chrome://settings file:///etc/passwd devtools:x view-source:http:x data:text/html javascript:x settings:x; do
 	expect "kiosk-allow-refuses-${a//[^a-z]/-}" "left out.*\{\"URLAllowlist\":\[$AW\]\}\$" "allow_run '$a'"
 done
-expect kiosk-chromium-packages '^alsa-utils,busybox,cage,chromium,fonts-dejavu-core,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
-expect kiosk-firefox-packages '^alsa-utils,busybox,cage,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
+expect kiosk-chromium-packages '^alsa-utils,busybox,ca-certificates,cage,chromium,curl,fonts-dejavu-core,openssl,prometheus-node-exporter,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
+expect kiosk-firefox-packages '^alsa-utils,busybox,ca-certificates,cage,curl,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
+# The fleet's keys (rootfs/kiosk.sh kiosk_check, kiosk_admin_key): the admin's key is a PEM public key or
+# certificate, never a private key, and kiosk.config= needs one.
+expect kiosk-config-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=https://admin.example/k.conf [kiosk.config.key]=admin.pem [kiosk.poll]=2min [kiosk.group]=lobby-2); kiosk_check c t; echo ok'
+expect kiosk-config-needs-key 'kiosk.config= needs kiosk.config.key=' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=https://admin.example/k.conf); kiosk_check c t' fail
+expect kiosk-config-bad-url 'kiosk.config=ftp://a/k: use an http:// or https:// address' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=ftp://a/k [kiosk.config.key]=k); kiosk_check c t' fail
+expect kiosk-bad-poll 'kiosk.poll=often: use N, Ns, Nmin or Nh' 'declare -A c=([kiosk.url]=http://x/ [kiosk.poll]=often); kiosk_check c t' fail
+expect kiosk-bad-group "kiosk.group=a b: use letters" 'declare -A c=([kiosk.url]=http://x/ [kiosk.group]="a b"); kiosk_check c t' fail
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/admin.key" 2>/dev/null
+openssl pkey -in "$work/admin.key" -pubout -out "$work/admin.pub" 2>/dev/null
+openssl req -x509 -new -key "$work/admin.key" -subj /CN=kiosk-admin -days 3650 -out "$work/admin.crt" 2>/dev/null
+expect kiosk-admin-key-from-public-key '^same$' 'kiosk_admin_key "$work/admin.pub" "$work/out.pem" && cmp "$work/admin.pub" "$work/out.pem" && echo same'
+expect kiosk-admin-key-from-certificate '^same$' 'kiosk_admin_key "$work/admin.crt" "$work/out.pem" && cmp "$work/admin.pub" "$work/out.pem" && echo same'
+expect kiosk-admin-key-not-private 'neither a PEM certificate nor a PEM public key \(a private key never goes into the image' 'kiosk_admin_key "$work/admin.key" "$work/out.pem"' fail
+expect kiosk-admin-key-missing 'kiosk.config.key=/nonexistent.pem: no such file' 'kiosk_admin_key /nonexistent.pem "$work/out.pem"' fail
+expect kiosk-key-file-relative-to-profiles "^$work/profiles/keys/admin.pem /abs.pem\$" 'declare -A a=([kiosk.config.key]=keys/admin.pem) b=([kiosk.config.key]=/abs.pem); echo $(kiosk_key_file a) $(kiosk_key_file b)'
 # The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)

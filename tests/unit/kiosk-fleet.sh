@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# summary: the kiosk's fleet configuration on the host (rootfs/kiosk/kiosk fleet-once, schedule, metrics) against
+# python3's web server on the loopback: a configuration signed by the admin's key is taken and its section for
+# this kiosk ([group], [host], [mac], in that order of precedence) applied (allowlist, browser restarted, idle watch
+# or cage restarted through systemctl); a tampered, unsigned, wrongly signed, older, invalid or secret-carrying one
+# is refused, named, counted in the metrics, and the last good one kept, also across a reboot; the command line
+# still wins; scheduled reload and reboot fire once, on time, staggered
+# shellcheck disable=SC2317 # its functions run through check (tests/lib.sh)
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+w=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-kiosk-fleet.XXXXXX")
+at_exit "rm -rf '$w'"
+K=$TOP/rootfs/kiosk/kiosk
+
+# The admin's key pair and another one (EC P-256); the image carries the admin's public key only.
+require admin-key openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$w/admin.key"
+require other-key openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$w/other.key"
+require admin-pubkey openssl pkey -in "$w/admin.key" -pubout -out "$w/admin.pem"
+
+# The server: python3's http.server on a free loopback port, serving $w/www.
+mkdir -p "$w/www"
+python3 -m http.server --bind 127.0.0.1 --directory "$w/www" 0 >"$w/httpd.log" 2>&1 &
+at_exit "kill $! 2>/dev/null"
+port=''
+for _ in $(seq 100); do
+	port=$(sed -n 's/^Serving HTTP on .* port \([0-9]*\) .*/\1/p' "$w/httpd.log")
+	[ -z "$port" ] || break
+	sleep 0.1
+done
+require server-listening test -n "$port"
+CFG=http://127.0.0.1:$port/kiosk.conf
+
+# publish [KEY]: $w/conf as kiosk.conf on the server, signed by KEY (default the admin's) as kiosk.conf.sig
+publish() {
+	cp "$w/conf" "$w/www/kiosk.conf"
+	openssl dgst -sha256 -sign "${1:-$w/admin.key}" -out "$w/www/kiosk.conf.sig" "$w/www/kiosk.conf"
+}
+
+# The kiosk: its profile file, command line, run and state directories, a fake systemctl that notes its arguments,
+# a "browser" (a sleep) whose PID the session would have noted.
+printf 'kiosk.url=http://profile.example/\nkiosk.data=%s/data\n' "$w" >"$w/kiosk.conf"
+mkdir -p "$w/bin" "$w/policy" "$w/textfile" "$w/data"
+printf '#!/bin/sh\necho "$*" >>%s/systemctl.log\n' "$w" >"$w/bin/systemctl"
+chmod +x "$w/bin/systemctl"
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
+kiosk() { # ARGS: the kiosk script as this test's kiosk (host k7, one matching and one foreign MAC address)
+	printf '%s\n' "$CMDLINE" >"$w/cmdline"
+	PATH=$w/bin:$PATH KIOSK_CMDLINE=$w/cmdline KIOSK_CONF=$w/kiosk.conf KIOSK_RUN=$w/run KIOSK_PUBKEY=$w/admin.pem \
+		KIOSK_TEXTFILE=$w/textfile KIOSK_POLICY_DIR=$w/policy KIOSK_HOSTNAME=${HOST:-k7} \
+		KIOSK_MACS="${MACS:-52:54:00:AA:BB:CC 02:00:00:00:00:01}" "$K" "$@"
+}
+fetch() { kiosk fleet-once >"$w/log" 2>&1; }
+said() { grep -Eq -- "$1" "$w/log" || { sed 's/^/#   | /' "$w/log" >&2; return 1; }; }
+metric() { fact "$1" "$3" sed -n "s/^liveunion_kiosk_$2 //p" "$w/textfile/liveunion-kiosk.prom"; }
+browser() { # a new "browser" for the session's PID file
+	mkdir -p "$w/run"
+	BROWSER=$(sleep 600 >/dev/null 2>&1 & echo $!)
+	echo "$BROWSER" >"$w/run/browser"
+	at_exit "kill $BROWSER 2>/dev/null"
+}
+ended() { # the "browser" is gone or a zombie (not this shell's child: nobody here reaps it)
+	sleep 0.2
+	case "$(ps -o stat= -p "$BROWSER" 2>/dev/null)" in '' | Z*) return 0 ;; esac
+	return 1
+}
+
+# 1. A first configuration: everything before the first section for all, then sections in an order that is not
+# their precedence (mac > host > group > all).
+cat >"$w/conf" <<'C'
+# the fleet of the museum
+version=1
+url=http://all.example/
+idle=5min
+[mac 52:54:00:aa:bb:cc]
+url=http://mac.example/page
+[group lobby hall]
+url=http://group.example/
+zoom=1.25
+allow=cdn.example.org
+[host k7 k8]
+url=http://host.example/
+zoom=1.5
+[host k9]
+url=http://other-host.example/
+C
+publish
+browser
+check signed-taken fetch
+check signed-taken-said said 'fleet configuration version=1 in use'
+fact mac-section-wins-for-url http://mac.example/page kiosk get url
+fact host-section-beats-group-for-zoom 1.5 kiosk get zoom
+fact group-section-applies cdn.example.org kiosk get allow
+fact all-section-applies 5min kiosk get idle
+resolved_url() { kiosk resolve "$w/www/kiosk.conf" | sed -n 's/^url=//p' | tail -n 1; }
+HOST=k8 MACS=02:00:00:00:00:09 fact other-kiosk-by-host-gets-host http://host.example/ resolved_url
+HOST=k8 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact other-kiosk-without-group-by-host http://host.example/ resolved_url
+HOST=x1 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact foreign-kiosk-gets-all http://all.example/ resolved_url
+check allowlist-written grep -q '"http://mac.example", "http://cdn.example.org", "https://cdn.example.org"' "$w/policy/liveunion-kiosk-allow.json"
+check browser-restarted-for-new-url ended
+check last-good-stored cmp "$w/conf" "$w/data/fleet/kiosk.conf"
+metric metric-version config_version 1
+metric metric-signature-ok config_signature_ok 1
+metric metric-fetch-ok config_fetch_ok 1
+prom_text() { test -s "$1" && ! grep -Eqv '^(# (HELP|TYPE) liveunion_kiosk_[a-z_]+ .+|liveunion_kiosk_[a-z_]+ [0-9]+)$' "$1"; }
+check metrics-prometheus-text prom_text "$w/textfile/liveunion-kiosk.prom"
+
+# 2. The same file fetched again: nothing restarted.
+browser
+: >"$w/systemctl.log"
+check same-again fetch
+check same-again-browser-kept fails ended
+check same-again-no-restart test ! -s "$w/systemctl.log"
+
+# 3. A change of idle= and rotate=: the idle watch and cage started again (through systemctl), not a reboot.
+sed -i 's/^version=1$/version=2/; s/^idle=5min$/idle=2min\nrotate=90/' "$w/conf"
+publish
+check changed-taken fetch
+check changed-idle-restarts-idle-watch grep -qx 'restart liveunion-kiosk-idle.service' "$w/systemctl.log"
+check changed-rotate-restarts-cage grep -qx 'restart liveunion-kiosk.service' "$w/systemctl.log"
+check changed-no-reboot no_line reboot "$w/systemctl.log"
+metric metric-version-2 config_version 2
+
+# 4. Refused, each named, the configuration in use (version 2) kept and the metrics saying so.
+refused() { # NAME MESSAGE-ERE SIGNATURE-OK: the published file is not taken
+	browser
+	fetch
+	said "$2" && [ "$(kiosk get idle)" = 2min ] && ! ended &&
+		grep -qx "liveunion_kiosk_config_version 2" "$w/textfile/liveunion-kiosk.prom" &&
+		grep -qx "liveunion_kiosk_config_signature_ok $3" "$w/textfile/liveunion-kiosk.prom" &&
+		cmp -s "$w/data/fleet/kiosk.conf" "$w/good"
+}
+cp "$w/conf" "$w/good"
+sed 's/^version=2$/version=3/; s/^url=http:\/\/mac.example\/page$/url=http:\/\/evil.example\//' "$w/conf" >"$w/evil"
+cp "$w/conf" "$w/conf.2"
+cp "$w/evil" "$w/conf"
+publish
+cp "$w/conf.2" "$w/www/kiosk.conf" # signed new file, old contents: any byte changed after signing
+sed -i 's/^zoom=1.5$/zoom=3.5/' "$w/www/kiosk.conf"
+check tampered-refused refused tampered 'signature does not verify with the admin.s key' 0
+publish "$w/other.key"
+check wrong-key-refused refused wrong-key 'signature does not verify' 0
+rm "$w/www/kiosk.conf.sig"
+check unsigned-refused refused unsigned 'cannot fetch .*kiosk.conf.sig: .*404' 0
+metric unsigned-fetch-failed config_fetch_ok 0
+cp "$w/conf.2" "$w/conf"
+sed -i 's/^version=2$/version=1/' "$w/conf"
+publish
+check older-refused refused older 'version=1 is older than the configuration in use \(version=2\)' 1
+cp "$w/conf.2" "$w/conf"
+sed -i 's/^zoom=1.5$/zoom=2/' "$w/conf"
+publish
+check same-version-changed-refused refused same-version 'changed without a higher version=' 1
+for bad in 'rotate=45|rotate=45: use 0, 90, 180 or 270' 'password=hunter2|unknown key .password.' \
+	'url=http://admin:secret@intranet.example/|url=http://admin:secret@intranet.example/: use an http:// or https:// address \(no user:password@\)' \
+	'url=file:///etc/passwd|url=file:///etc/passwd: use an http' 'allow=chrome://settings|allow=: .chrome://settings. is not' \
+	'reboot-at=25:00|reboot-at=25:00: use HH:MM' '[room 12]|not a section'; do
+	printf '%s\n' "$(sed 's/^version=2$/version=9/' "$w/conf.2")" "${bad%%|*}" >"$w/conf"
+	publish
+	check "invalid-refused-${bad%%[=: ]*}" refused invalid "line [0-9]+: .*${bad#*|}" 1
+	metric "invalid-${bad%%[=: ]*}-counted" config_ok 0
+done
+
+# 5. A reboot: nothing in /run; the server now serves a tampered file. The kept configuration (verified again) is
+# used; then a kept file tampered with on the store is not.
+rm -rf "$w/run"
+cp "$w/conf.2" "$w/www/kiosk.conf"
+sed -i 's/^zoom=1.5$/zoom=4/' "$w/www/kiosk.conf"
+check reboot-fetch fetch
+fact reboot-last-good-used 2min kiosk get idle
+check reboot-tampered-refused said 'signature does not verify'
+rm -rf "$w/run"
+sed -i 's/^idle=2min$/idle=1h/' "$w/data/fleet/kiosk.conf"
+check reboot-kept-tampered fetch
+check reboot-kept-tampered-refused said "$w/data/fleet: the signature does not verify"
+fact reboot-kept-tampered-not-used http://profile.example/ kiosk get url
+cp "$w/good" "$w/data/fleet/kiosk.conf"
+check reboot-good-again fetch
+
+# 6. The command line still wins over the fleet; the fleet over the profile.
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.url=http://cmdline.example/"
+fact cmdline-wins http://cmdline.example/ kiosk get url
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
+fact fleet-over-profile http://mac.example/page kiosk get url
+
+# 7. Scheduled reload and reboot: due at this minute, once; a time two hours on is not due; the stagger offset is
+# below it and the same at every call.
+now=$(date +%H:%M) later=$(date -d '+2 hours' +%H:%M)
+sed "s/^version=2\$/version=10\nreload-at=$now\nreboot-at=$later/" "$w/conf.2" >"$w/conf"
+publish
+check schedule-config fetch
+browser
+: >"$w/systemctl.log"
+check schedule-runs kiosk schedule
+check reload-at-fires ended
+browser
+check schedule-again kiosk schedule
+check reload-at-once fails ended
+check reboot-at-later-not-yet no_line reboot "$w/systemctl.log"
+sed "s/^version=2\$/version=11\nreboot-at=$now/" "$w/conf.2" >"$w/conf"
+publish
+check schedule-reboot-config fetch
+check schedule-reboot-runs kiosk schedule
+check reboot-at-fires grep -qx reboot "$w/systemctl.log"
+kiosk fleet-once >/dev/null 2>&1
+metric scheduled-reload-counted scheduled_reloads_total 1
+a=$(HOST=k7 kiosk offset 10min) b=$(HOST=k8 kiosk offset 10min)
+check stagger-in-range test "$a" -ge 0 -a "$a" -lt 600 -a "$b" -ge 0 -a "$b" -lt 600
+check stagger-differs test "$a" != "$b"
+fact stagger-stable "$a" env HOST=k7 bash -c "$(declare -f kiosk); w=$w K=$K kiosk offset 10min"
+fact no-stagger 0 kiosk offset 0
+finish
