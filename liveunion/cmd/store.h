@@ -3,6 +3,7 @@
 #define LIVEUNION_STORE_H
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define STORE_NAME_LEN 64
 
@@ -37,6 +38,16 @@ int blk_name_of(const char *path, char *name, size_t len);
 int pfmt(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A sysfs attribute as text without its newline; 0 or -1. */
 int sys_read(const char *path, char *buf, size_t len);
+/* A little-endian 32-bit number (MBR entries, the ext4 superblock). */
+uint32_t le32(const unsigned char *p);
+/* The number in /sys/class/block/NAME/ATTR, or 0. */
+unsigned long long sys_num(const char *name, const char *attr);
+/* The first entry of /sys/class/block/NAME/SUB (slaves, holders), or "" */
+void sys_first(const char *name, const char *sub, char *out, size_t len);
+/* The disk of partition NAME ("" when NAME is not a partition). */
+void disk_of(const char *name, char *disk, size_t len);
+/* Calls fn(majmin, mountpoint, fstype, opts, arg) for each line of /proc/self/mountinfo; stops at a nonzero return. */
+int mounts_each(int (*fn)(const char *, const char *, const char *, const char *, void *), void *arg);
 /* Runs ARGV (argv[0] looked up in /sbin, /usr/sbin, /bin, /usr/bin), stdin from in_fd when >= 0; its exit status,
  * or -1 when it could not be started (said). */
 int store_run(const char *const *argv, int in_fd);
@@ -54,4 +65,7 @@ int store_passphrase(int argc, char **argv);
 int store_backup(int argc, char **argv);
 int store_restore(int argc, char **argv);
 int store_grow(int argc, char **argv);
+/* store_grow_part.c: the partition st->part grown to the end of its disk: 0 grown, 1 nothing to grow (said), -1
+ * refused (said). */
+int grow_partition(const struct store_info *st);
 #endif
