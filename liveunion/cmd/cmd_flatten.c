@@ -1,4 +1,5 @@
-/* cmd_flatten.c - `liveunion flatten LAYER... -o DIR|FILE.squashfs`. */
+/* cmd_flatten.c - `liveunion flatten LAYER... -o DIR|FILE.squashfs`: the walk that writes the merged tree (to DIR,
+ * or to the staging directory and pseudo definitions of flatten_squashfs.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -10,22 +11,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "flatten.h"
 #include "tool.h"
-
-struct link {
-	dev_t dev;
-	ino_t ino;
-	char *out;
-};
-
-struct fl {
-	struct lu_union *u;
-	struct link *links;
-	size_t nlinks, caplinks;
-	int root, lost_owner, lost_xattr, lost_dev, errors;
-	FILE *pseudo; /* non-root squashfs: owners and devices go here */
-	const char *top;
-};
 
 static const char usage_text[] =
 	"usage: " PROG " flatten [--trusted|--userxattr] [--no-redirect] LAYER... -o DIR|FILE.squashfs\n"
@@ -39,21 +26,10 @@ static const char usage_text[] =
 	"times; file contents read from the layers), which cannot carry xattrs (reported).\n"
 	"Inputs are only read.\n";
 
-static void err(struct fl *f, const char *what, const char *path)
+void fl_err(struct fl *f, const char *what, const char *path)
 {
 	fprintf(stderr, PROG " flatten: %s %s: %s\n", what, path, strerror(errno));
 	f->errors++;
-}
-
-static void pseudo_name(FILE *p, const char *rel)
-{
-	fputc('"', p);
-	for (; *rel; rel++) {
-		if (*rel == '"' || *rel == '\\')
-			fputc('\\', p);
-		fputc(*rel, p);
-	}
-	fputc('"', p);
 }
 
 static int copy_file(struct fl *f, const struct lu_node *n, const char *out)
@@ -90,24 +66,24 @@ static void set_meta(struct fl *f, const struct lu_node *n, const char *real, co
 
 	if (lchown(out, n->st.st_uid, n->st.st_gid) < 0) {
 		if (errno != EPERM)
-			err(f, "chown", out);
+			fl_err(f, "chown", out);
 		else
 			f->lost_owner++;
 	}
 	if (!S_ISLNK(n->st.st_mode) && chmod(out, n->st.st_mode & 07777) < 0)
-		err(f, "chmod", out);
+		fl_err(f, "chmod", out);
 	if (copy_xattrs(real, out, lu_ns(f->u), &f->lost_xattr) < 0)
-		err(f, "copy xattrs to", out);
+		fl_err(f, "copy xattrs to", out);
 	if (utimensat(AT_FDCWD, out, ts, AT_SYMLINK_NOFOLLOW) < 0)
-		err(f, "set times on", out);
+		fl_err(f, "set times on", out);
 }
 
-static int seen_link(struct fl *f, const struct lu_node *n, const char *out)
+int seen_link(struct fl *f, const struct lu_node *n, const char *out)
 {
 	for (size_t i = 0; i < f->nlinks; i++)
 		if (f->links[i].dev == n->st.st_dev && f->links[i].ino == n->st.st_ino) {
 			if (link(f->links[i].out, out) < 0)
-				err(f, "hard link", out);
+				fl_err(f, "hard link", out);
 			return 1;
 		}
 	if (f->nlinks == f->caplinks) {
@@ -126,7 +102,6 @@ static int seen_link(struct fl *f, const struct lu_node *n, const char *out)
 }
 
 static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel);
-static int seen_link(struct fl *f, const struct lu_node *n, const char *out);
 
 static void walk(struct fl *f, const struct lu_node *dir, const char *out, const char *rel)
 {
@@ -137,7 +112,7 @@ static void walk(struct fl *f, const struct lu_node *dir, const char *out, const
 	int rc;
 
 	if (!d) {
-		err(f, "read directory", *rel ? rel : "/");
+		fl_err(f, "read directory", *rel ? rel : "/");
 		return;
 	}
 	while ((e = lu_readdir(d))) {
@@ -147,7 +122,7 @@ static void walk(struct fl *f, const struct lu_node *dir, const char *out, const
 		snprintf(r, sizeof r, "%s/%s", rel, e->name);
 		if (rc < 0) {
 			errno = -rc;
-			err(f, "look up", r);
+			fl_err(f, "look up", r);
 			continue;
 		}
 		one(f, &n, o, r);
@@ -155,84 +130,9 @@ static void walk(struct fl *f, const struct lu_node *dir, const char *out, const
 	}
 	if (errno) {
 		errno = errno == ESTALE ? ESTALE : errno;
-		err(f, "directory changed while reading", *rel ? rel : "/");
+		fl_err(f, "directory changed while reading", *rel ? rel : "/");
 	}
 	lu_closedir(d);
-}
-
-static void shell_quote(FILE *p, const char *s)
-{
-	fputc('\'', p);
-	for (; *s; s++)
-		if (*s == '\'')
-			fputs("'\\''", p);
-		else
-			fputc(*s, p);
-	fputc('\'', p);
-}
-
-/* Without root the whole tree is described to mksquashfs as pseudo definitions
- * (owners, devices, times), file contents come from `cat` of the layer file. */
-static void pseudo_one(struct fl *f, const struct lu_node *n, const char *real, const char *rel)
-{
-	char target[PATH_MAX];
-	mode_t m = n->st.st_mode;
-	ssize_t len;
-	const char *r = rel + 1;
-
-	if (!*rel)
-		return;
-	if (strchr(rel, '\n')) {
-		errno = EINVAL;
-		err(f, "pseudo definitions cannot name (newline in name)", rel);
-		return;
-	}
-	if (llistxattr(real, NULL, 0) > 0 && !S_ISLNK(m)) {
-		char buf[4096];
-		size_t pos = 0;
-		const char *nm;
-		ssize_t l = llistxattr(real, buf, sizeof buf);
-		while (l > 0 && (nm = lu_xattr_list_next(buf, (size_t)l, &pos)))
-			if (!lu_xattr_is_private(nm, strlen(nm), lu_ns(f->u))) {
-				f->lost_xattr++;
-				break;
-			}
-	}
-	pseudo_name(f->pseudo, r);
-	if (!S_ISDIR(m) && n->st.st_nlink > 1) {
-		for (size_t i = 0; i < f->nlinks; i++)
-			if (f->links[i].dev == n->st.st_dev && f->links[i].ino == n->st.st_ino) {
-				fputs(" L ", f->pseudo);
-				pseudo_name(f->pseudo, f->links[i].out);
-				fputc('\n', f->pseudo);
-				return;
-			}
-		seen_link(f, n, r);
-	}
-	fprintf(f->pseudo, " %c %lld %o %u %u",
-		S_ISDIR(m) ? 'D' :
-		S_ISREG(m) ? 'F' :
-		S_ISLNK(m) ? 'S' :
-		S_ISCHR(m) ? 'C' :
-		S_ISBLK(m) ? 'B' :
-			     'I',
-		(long long)n->st.st_mtim.tv_sec, (unsigned)(m & 07777), (unsigned)n->st.st_uid, (unsigned)n->st.st_gid);
-	if (S_ISREG(m)) {
-		fputs(" cat ", f->pseudo);
-		shell_quote(f->pseudo, real);
-	} else if (S_ISLNK(m)) {
-		if ((len = readlink(real, target, sizeof target - 1)) < 0) {
-			err(f, "readlink", real);
-			len = 0;
-		}
-		target[len] = '\0';
-		fprintf(f->pseudo, " %s", target);
-	} else if (S_ISCHR(m) || S_ISBLK(m)) {
-		fprintf(f->pseudo, " %u %u", major(n->st.st_rdev), minor(n->st.st_rdev));
-	} else if (!S_ISDIR(m)) {
-		fputs(S_ISFIFO(m) ? " f" : " s", f->pseudo);
-	}
-	fputc('\n', f->pseudo);
 }
 
 static void one(struct fl *f, const struct lu_node *n, const char *out, const char *rel)
@@ -243,7 +143,7 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 
 	if (lu_real_path(f->u, n->layer, n->rel, real, sizeof real) < 0) {
 		errno = ENAMETOOLONG;
-		err(f, "path", rel);
+		fl_err(f, "path", rel);
 		return;
 	}
 	if (f->pseudo) {
@@ -256,102 +156,86 @@ static void one(struct fl *f, const struct lu_node *n, const char *out, const ch
 		return;
 	if (S_ISDIR(m)) {
 		if (*rel && mkdir(out, 0700) < 0) {
-			err(f, "mkdir", out);
+			fl_err(f, "mkdir", out);
 			return;
 		}
 		walk(f, n, out, rel);
 	} else if (S_ISREG(m)) {
 		if (copy_file(f, n, out) < 0) {
-			err(f, "copy", out);
+			fl_err(f, "copy", out);
 			return;
 		}
 	} else if (S_ISLNK(m)) {
 		if ((len = readlink(real, target, sizeof target - 1)) < 0) {
-			err(f, "readlink", real);
+			fl_err(f, "readlink", real);
 			return;
 		}
 		target[len] = '\0';
 		if (symlink(target, out) < 0) {
-			err(f, "symlink", out);
+			fl_err(f, "symlink", out);
 			return;
 		}
 	} else if (mknod(out, m, n->st.st_rdev) < 0) {
 		if (errno == EPERM)
 			f->lost_dev++;
 		else
-			err(f, "mknod", out);
+			fl_err(f, "mknod", out);
 		return;
 	}
 	set_meta(f, n, real, out);
 }
 
-static int mksquashfs(const char *stage, const char *file, const char *pseudo, const struct stat *root)
+/* The command line: the union options into o, the layers (resolved and checked) into layers[*n], -o into *out.
+ * -1 to go on; else the exit status: 0 after --help, 2 for a usage error, 1 for a layer refused (said; *n of
+ * layers[] to free). */
+static int flatten_args(int argc, char **argv, struct lu_opts *o, char **layers, int *n, const char **out)
 {
-	char uid[16], gid[16], mode[16], tm[24];
-	int st;
-	pid_t pid = fork();
-
-	if (pid == 0) {
-		/* mksquashfs stamps SOURCE_DATE_EPOCH on every inode when it is set; flatten keeps
-		 * the layers' times, so the variable only fixes the filesystem's own date. */
-		const char *sde = getenv("SOURCE_DATE_EPOCH");
-		char mkfs_time[24];
-		snprintf(mkfs_time, sizeof mkfs_time, "%s", sde && *sde ? sde : "");
-		if (unsetenv("SOURCE_DATE_EPOCH") < 0)
-			_exit(127);
-		snprintf(uid, sizeof uid, "%u", (unsigned)root->st_uid);
-		snprintf(gid, sizeof gid, "%u", (unsigned)root->st_gid);
-		snprintf(mode, sizeof mode, "%o", (unsigned)(root->st_mode & 07777));
-		snprintf(tm, sizeof tm, "%lld", (long long)root->st_mtim.tv_sec);
-		if (pseudo)
-			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress", "-quiet", "-pf",
-			       pseudo, "-root-uid", uid, "-root-gid", gid, "-root-mode", mode, "-root-time", tm,
-			       *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
-		else
-			execlp("mksquashfs", "mksquashfs", stage, file, "-noappend", "-no-progress", "-quiet",
-			       *mkfs_time ? "-mkfs-time" : (char *)NULL, mkfs_time, (char *)NULL);
-		fprintf(stderr, PROG " flatten: mksquashfs: %s\n", strerror(errno));
-		_exit(127);
-	}
-	return pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) ? -1 : 0;
-}
-
-int cmd_flatten(int argc, char **argv)
-{
-	struct lu_opts o = {0, 0};
-	char *layers[LU_MAX_LAYERS], errbuf[512], stage[PATH_MAX], pseudo[PATH_MAX + 8];
-	const char *out = NULL;
-	int n = 0, store, rc = 1, squash;
-	struct fl f = {0};
-	struct lu_node root;
-	struct stat rootst;
+	int store;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help")) {
 			fputs(usage_text, stdout);
 			return 0;
 		} else if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-			out = argv[++i];
-		} else if (parse_union_opt(argv[i], &o)) {
+			*out = argv[++i];
+		} else if (parse_union_opt(argv[i], o)) {
 			continue;
 		} else if (argv[i][0] == '-') {
 			fputs(usage_text, stderr);
 			return 2;
-		} else if (n < LU_MAX_LAYERS) {
+		} else if (*n < LU_MAX_LAYERS) {
 			char d[PATH_MAX];
 			char why[256];
-			if (layer_resolve(argv[i], d, sizeof d, &store) < 0 || !(layers[n] = strdup(d)))
-				goto done;
+			if (layer_resolve(argv[i], d, sizeof d, &store) < 0 || !(layers[*n] = strdup(d)))
+				return 1;
 			/* with store=1 only the filesystem check applies: FAT and friends
 			 * cannot be an overlay layer at all */
 			if (!layer_looks_like_upper(d, 1, why, sizeof why)) {
 				fprintf(stderr, PROG " flatten: %s is not an overlay layer: %s\n", argv[i], why);
-				n++;
-				goto done;
+				(*n)++;
+				return 1;
 			}
-			n++;
+			(*n)++;
 		}
 	}
+	return -1;
+}
+
+int cmd_flatten(int argc, char **argv)
+{
+	struct lu_opts o = {0, 0};
+	char *layers[LU_MAX_LAYERS], errbuf[512];
+	const char *out = NULL;
+	int n = 0, rc, squash;
+	struct fl f = {0};
+	struct lu_node root;
+	struct stat rootst;
+
+	if ((rc = flatten_args(argc, argv, &o, layers, &n, &out)) == 1)
+		goto done;
+	if (rc >= 0)
+		return rc;
+	rc = 1;
 	if (!n || !out) {
 		fputs(usage_text, stderr);
 		return 2;
@@ -363,30 +247,18 @@ int cmd_flatten(int argc, char **argv)
 		goto done;
 	}
 	if (squash) {
-		char *slash;
-		snprintf(stage, sizeof stage, "%s", out);
-		slash = strrchr(stage, '/');
-		snprintf(slash ? slash + 1 : stage, sizeof stage - (size_t)(slash ? slash + 1 - stage : 0),
-			 ".liveunion-flatten.XXXXXX");
-		if (!mkdtemp(stage)) {
-			err(&f, "staging directory", stage);
+		if (squash_stage(&f, out) != 0)
 			goto done;
-		}
-		snprintf(pseudo, sizeof pseudo, "%s.pseudo", stage);
-		if (!f.root && !(f.pseudo = fopen(pseudo, "w"))) {
-			err(&f, "create", pseudo);
-			goto done;
-		}
 	} else {
-		snprintf(stage, sizeof stage, "%s", out);
-		if (mkdir(stage, 0700) < 0) {
-			err(&f, "create output directory", stage);
+		snprintf(f.stage, sizeof f.stage, "%s", out);
+		if (mkdir(f.stage, 0700) < 0) {
+			fl_err(&f, "create output directory", f.stage);
 			goto done;
 		}
 	}
 	if ((rc = lu_lookup(f.u, "/", &root)) < 0) {
 		errno = -rc;
-		err(&f, "root of", layers[0]);
+		fl_err(&f, "root of", layers[0]);
 		rc = 1;
 		goto done;
 	}
@@ -394,28 +266,11 @@ int cmd_flatten(int argc, char **argv)
 		fprintf(stderr, PROG " flatten: warning: not root, so trusted.overlay.* xattrs (opaque "
 				     "directories, redirects) cannot be read; only stacks marked with user.overlay.* "
 				     "(--userxattr) are merged exactly\n");
-	one(&f, &root, stage, "");
+	one(&f, &root, f.stage, "");
 	rootst = root.st;
 	lu_node_free(&root);
-	rc = 1;
-	if (f.pseudo && fclose(f.pseudo) != 0)
-		err(&f, "write", pseudo);
-	if (squash && !f.errors && mksquashfs(stage, out, f.pseudo ? pseudo : NULL, &rootst) < 0) {
-		fprintf(stderr, PROG " flatten: mksquashfs %s failed\n", out);
-		f.errors++;
-	}
-	if (squash) {
-		char *av[] = {"rm", "-rf", stage, NULL};
-		pid_t pid = fork();
-		if (pid == 0) {
-			execvp(av[0], av);
-			_exit(127);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		if (f.pseudo)
-			unlink(pseudo);
-	}
+	if (squash)
+		squash_finish(&f, out, &rootst);
 	if (f.lost_owner || f.lost_dev || f.lost_xattr)
 		fprintf(stderr,
 			PROG " flatten: not root: %d owners, %d device nodes, %d xattrs "
