@@ -151,7 +151,7 @@ static int open_store(const struct plan *p, struct boot *b, struct store *s)
 }
 
 /* live.persist.ro: the store's upper as the top lower layer (no mount: overlayfs reads the directory). */
-static int add_store_upper(const struct plan *p, struct boot *b)
+static int add_store_upper(struct boot *b)
 {
 	struct store *s = &b->store;
 	char upper[PATH_LEN * 2];
@@ -171,15 +171,15 @@ static int add_store_upper(const struct plan *p, struct boot *b)
 	text_fmt(l->file, sizeof(l->file), "%s", s->dev);
 	if (path_fmt(l->dir, sizeof(l->dir), "%s", upper) != 0)
 		return -1;
-	(void)p; /* the layer's place is the store's, not the plan's */
 	l->loop = -1;
 	b->nlayers++;
 	b->store_layer = true;
 	return 0;
 }
 
-/* live.persist=off's result: the saved layers stacked, or the store given back when none could be. */
-static void saved_only_result(const struct plan *p, struct boot *b)
+/* live.persist=off's result: true with the saved layers stacked (said), or false with the store given back when none
+ * could be. */
+static bool saved_only_result(struct boot *b)
 {
 	struct store *s = &b->store;
 
@@ -187,7 +187,7 @@ static void saved_only_result(const struct plan *p, struct boot *b)
 		msg("persistence: none: live.persist=off; no saved layers stacked from %s", s->what);
 		store_release(s, true);
 		s->mode = SM_NONE;
-		return;
+		return false;
 	}
 	if (s->loopfd >= 0 && close(s->loopfd) != 0)
 		msg("close %s: %s", s->dev, strerror(errno));
@@ -196,7 +196,7 @@ static void saved_only_result(const struct plan *p, struct boot *b)
 		 "none: live.persist=off; %d saved layer(s) from %s, mounted read-only without journal replay",
 		 b->nsaved, s->what);
 	msg("persistence: %s; changes go to tmpfs", b->persist_result);
-	stack_print(p, b);
+	return true;
 }
 
 int store_step(const struct plan *p, struct boot *b)
@@ -226,9 +226,10 @@ int store_step(const struct plan *p, struct boot *b)
 	}
 	if (b->nsaved && saved_mount(p, b, s->what) && s->mode != SM_SAVED)
 		stack_print(p, b);
-	if (s->mode == SM_SAVED)
-		saved_only_result(p, b);
-	else if (s->mode == SM_RO && add_store_upper(p, b) != 0) {
+	if (s->mode == SM_SAVED) {
+		if (saved_only_result(b))
+			stack_print(p, b);
+	} else if (s->mode == SM_RO && add_store_upper(b) != 0) {
 		msg("persistence: %s: %s; changes go to tmpfs", fail_what(), strerror(fail_errno()));
 		fail_clear();
 		store_drop(b, true);
