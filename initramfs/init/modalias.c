@@ -116,21 +116,13 @@ int mod_find(const struct mod_index *ix, const char *name)
 	return -1;
 }
 
-int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char *err, size_t elen)
+/* modules.dep: every module first, so a dependency listed before its own line resolves; each entry's dependency
+ * list is left after its ':' (dep[0] its offset in dep_text, ndeps -1: unresolved). 0, or -1 with the line in err. */
+static int dep_lines(struct mod_index *ix, char *dep_text, char *err, size_t elen)
 {
-	char *t, *line, *colon, *tok, *save;
+	char *t, *line, *colon;
 	int ln = 0;
 
-	memset(ix, 0, sizeof(*ix));
-	err[0] = '\0';
-	ix->entry = calloc((size_t)count_lines(dep_text), sizeof(*ix->entry));
-	ix->alias = calloc((size_t)count_lines(alias_text), sizeof(*ix->alias));
-	if (!ix->entry || !ix->alias) {
-		snprintf(err, elen, "out of memory");
-		mod_index_free(ix);
-		return -1;
-	}
-	/* Every module first, so a dependency listed before its own line resolves. */
 	for (t = dep_text; (line = next_line(&t)) != NULL;) {
 		struct mod_entry *e = &ix->entry[ix->nentry];
 
@@ -140,21 +132,26 @@ int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char
 		colon = strchr(line, ':');
 		if (!colon) {
 			snprintf(err, elen, "modules.dep line %d: no ':' in '%.80s'", ln, line);
-			mod_index_free(ix);
 			return -1;
 		}
 		*colon = '\0';
 		e->path = line;
 		if (mod_name_of(line, e->name, sizeof(e->name)) != 0) {
 			snprintf(err, elen, "modules.dep line %d: bad module path '%.80s'", ln, line);
-			mod_index_free(ix);
 			return -1;
 		}
-		/* the dependency list stays after the ':' (ndeps = -1 marks it unresolved) */
 		e->ndeps = -1;
 		e->dep[0] = (int)(colon + 1 - dep_text);
 		ix->nentry++;
 	}
+	return 0;
+}
+
+/* Each entry's dependency list resolved to indexes of entries. 0, or -1 with the module in err. */
+static int dep_resolve(struct mod_index *ix, char *dep_text, char *err, size_t elen)
+{
+	char *tok, *save;
+
 	for (int i = 0; i < ix->nentry; i++) {
 		struct mod_entry *e = &ix->entry[i];
 		char *deps = dep_text + e->dep[0];
@@ -166,19 +163,25 @@ int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char
 			if (d < 0) {
 				snprintf(err, elen, "modules.dep: %s needs %.80s, which has no line of its own",
 					 e->name, tok);
-				mod_index_free(ix);
 				return -1;
 			}
 			if (e->ndeps >= MOD_MAX_DEPS) {
 				snprintf(err, elen, "modules.dep: %s has more than %d dependencies", e->name,
 					 MOD_MAX_DEPS);
-				mod_index_free(ix);
 				return -1;
 			}
 			e->dep[e->ndeps++] = d;
 		}
 	}
-	ln = 0;
+	return 0;
+}
+
+/* modules.alias: 'alias PATTERN MODULE' lines. 0, or -1 with the line in err. */
+static int alias_lines(struct mod_index *ix, char *alias_text, char *err, size_t elen)
+{
+	char *t, *line, *save;
+	int ln = 0;
+
 	for (t = alias_text; (line = next_line(&t)) != NULL;) {
 		char *pat, *mod;
 
@@ -188,12 +191,30 @@ int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char
 		if (strncmp(line, "alias ", 6) != 0 || !(pat = strtok_r(line + 6, " \t", &save)) ||
 		    !(mod = strtok_r(NULL, " \t", &save))) {
 			snprintf(err, elen, "modules.alias line %d: not 'alias PATTERN MODULE'", ln);
-			mod_index_free(ix);
 			return -1;
 		}
 		ix->alias[ix->nalias].pattern = pat;
 		ix->alias[ix->nalias].module = mod;
 		ix->nalias++;
+	}
+	return 0;
+}
+
+int mod_index_parse(struct mod_index *ix, char *alias_text, char *dep_text, char *err, size_t elen)
+{
+	memset(ix, 0, sizeof(*ix));
+	err[0] = '\0';
+	ix->entry = calloc((size_t)count_lines(dep_text), sizeof(*ix->entry));
+	ix->alias = calloc((size_t)count_lines(alias_text), sizeof(*ix->alias));
+	if (!ix->entry || !ix->alias) {
+		snprintf(err, elen, "out of memory");
+		mod_index_free(ix);
+		return -1;
+	}
+	if (dep_lines(ix, dep_text, err, elen) != 0 || dep_resolve(ix, dep_text, err, elen) != 0 ||
+	    alias_lines(ix, alias_text, err, elen) != 0) {
+		mod_index_free(ix);
+		return -1;
 	}
 	return 0;
 }

@@ -67,78 +67,108 @@ void store_note_read_only(struct store *s, const char *dev)
 	msg("persistence: %s is a read-only device (write-protected?): its store can only be used read-only", dev);
 }
 
-/* store_image_on without the LUKS2 look (store.h). */
-static int image_attach(const char *part, const char *path, bool iso_host, struct store *s)
-{
-	/* beside an ISO file (live.iso=) the partition may be ext2/3/4 too: its journal keeps it consistent, so the
-	 * image is used through it (never by offset under a mounted ext4's feet) */
-	static const char *const types[] = {"vfat", "exfat", "ext4"};
-	char file[PATH_LEN * 2];
-	unsigned long long offset = 0, fsize = 0;
-	struct stat st;
-	size_t i, ntypes = sizeof(types) / sizeof(types[0]) - !iso_host;
-	int fd, ffd, nr, direct = -1;
+/* Beside an ISO file (live.iso=) the partition may be ext2/3/4 too: its journal keeps it consistent, so the image is
+ * used through it (never by offset under a mounted ext4's feet). */
+static const char *const image_fs[] = {"vfat", "exfat", "ext4"};
 
+/* The partition mounted read-only on s->host (FAT/exFAT, or ext4 too beside an ISO file: *type) and the image file
+ * on it looked at: its size, and whether it lies in one piece (*direct 0, at *offset). 0 with the partition left
+ * mounted, else -1 with it unmounted. */
+static int image_look(const char *part, const char *path, bool iso_host, struct store *s, char *file, size_t flen,
+		      const char **type, unsigned long long *fsize, unsigned long long *offset, int *direct)
+{
+	size_t i, ntypes = sizeof(image_fs) / sizeof(image_fs[0]) - !iso_host;
+	struct stat st;
+	int ffd;
+
+	*direct = -1;
 	for (i = 0; i < ntypes; i++)
-		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) == 0)
+		if (mount(part, s->host, image_fs[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) ==
+		    0)
 			break;
 	if (i == ntypes)
 		return -1;
-	if (path_fmt(file, sizeof(file), "%s/%s", s->host, path[0] == '/' ? path + 1 : path) != 0) {
+	*type = image_fs[i];
+	if (path_fmt(file, flen, "%s/%s", s->host, path[0] == '/' ? path + 1 : path) != 0) {
 		msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
 		fail_clear();
 		ffd = -1;
 	} else if ((ffd = open(file, O_RDONLY | O_CLOEXEC)) >= 0) {
 		if (fstat(ffd, &st) == 0 && S_ISREG(st.st_mode)) {
-			fsize = (unsigned long long)st.st_size;
-			direct = strcmp(types[i], "ext4") == 0 ? -1 : file_extent(part, ffd, fsize, &offset);
+			*fsize = (unsigned long long)st.st_size;
+			*direct = strcmp(*type, "ext4") == 0 ? -1 : file_extent(part, ffd, *fsize, offset);
 		}
 		if (close(ffd) != 0)
 			msg("close %s: %s", file, strerror(errno));
 	}
-	if (ffd < 0 || fsize == 0) {
+	if (ffd < 0 || *fsize == 0) {
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
 		return -1;
 	}
+	return 0;
+}
+
+/* The image in one piece attached in place, its partition unmounted first: the loop's fd. -2 when it cannot be
+ * (the loop device refused direct I/O and the store is not on 4 KiB boundaries: said), the partition mounted again
+ * for the way through its filesystem; -1 failed. */
+static int attach_in_place(const char *part, const char *path, const char *type, unsigned long long offset,
+			   unsigned long long fsize, struct store *s)
+{
+	int fd, nr;
+
+	if (umount(s->host) != 0) {
+		msg("umount %s: %s", s->host, strerror(errno));
+		return -1;
+	}
+	if ((fd = loop_attach(part, s->ro, offset, fsize, &nr)) < 0) {
+		msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
+		return -1;
+	}
+	/* Through the partition's page cache every write at the store's ends would rewrite the whole 4 KiB page
+	 * around it: with a store that does not start and end on a page boundary (a FAT with 512-byte clusters)
+	 * the FAT's own sectors beside it (its directory, say) would be written again and again, and a power
+	 * cut could tear them. Direct I/O writes exactly the store's sectors; without it only a store on page
+	 * boundaries is used this way. */
+	if (s->ro || ioctl(fd, LOOP_SET_DIRECT_IO, 1UL) == 0 || (offset % 4096 == 0 && fsize % 4096 == 0)) {
+		text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
+		text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path,
+			 part + 5, type, offset, s->dev);
+		return fd;
+	}
+	msg("persistence: %s on /dev/%s lies at byte %llu, not on a 4 KiB boundary, and the loop device refused "
+	    "direct I/O (%s): used through the %s filesystem instead, which stays mounted until power-off",
+	    path, part + 5, offset, strerror(errno), type);
+	if (close(fd) != 0)
+		msg("close /dev/loop%d: %s", nr, strerror(errno));
+	if (mount(part, s->host, type, MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
+		msg("persistence: mount %s again: %s", part, strerror(errno));
+		return -1;
+	}
+	return -2;
+}
+
+/* store_image_on without the LUKS2 look (store.h): in place when in one piece, else through the filesystem. */
+static int image_attach(const char *part, const char *path, bool iso_host, struct store *s)
+{
+	char file[PATH_LEN * 2];
+	unsigned long long offset = 0, fsize = 0;
+	const char *type;
+	int fd, nr, direct;
+
+	if (image_look(part, path, iso_host, s, file, sizeof(file), &type, &fsize, &offset, &direct) != 0)
+		return -1;
 	store_note_read_only(s, part); /* before s->ro decides how the image is attached */
 	if (direct == 0) {
-		if (umount(s->host) != 0) {
-			msg("umount %s: %s", s->host, strerror(errno));
-			return -1;
-		}
-		if ((fd = loop_attach(part, s->ro, offset, fsize, &nr)) < 0) {
-			msg("persistence: %s: %s", fail_what(), strerror(fail_errno()));
-			return -1;
-		}
-		/* Through the partition's page cache every write at the store's ends would rewrite the whole 4 KiB page
-		 * around it: with a store that does not start and end on a page boundary (a FAT with 512-byte clusters)
-		 * the FAT's own sectors beside it (its directory, say) would be written again and again, and a power
-		 * cut could tear them. Direct I/O writes exactly the store's sectors; without it only a store on page
-		 * boundaries is used this way. */
-		if (s->ro || ioctl(fd, LOOP_SET_DIRECT_IO, 1UL) == 0 || (offset % 4096 == 0 && fsize % 4096 == 0)) {
-			text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
-			text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s, in one piece at byte %llu) via %s", path,
-				 part + 5, types[i], offset, s->dev);
+		if ((fd = attach_in_place(part, path, type, offset, fsize, s)) != -2)
 			return fd;
-		}
-		msg("persistence: %s on /dev/%s lies at byte %llu, not on a 4 KiB boundary, and the loop device refused "
-		    "direct I/O (%s): used through the %s filesystem instead, which stays mounted until power-off",
-		    path, part + 5, offset, strerror(errno), types[i]);
-		if (close(fd) != 0)
-			msg("close /dev/loop%d: %s", nr, strerror(errno));
-		if (mount(part, s->host, types[i], MS_RDONLY | MS_SILENT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) !=
-		    0) {
-			msg("persistence: mount %s again: %s", part, strerror(errno));
-			return -1;
-		}
-	} else if (strcmp(types[i], "ext4") == 0)
+	} else if (strcmp(type, "ext4") == 0)
 		msg("persistence: %s on /dev/%s is used through its ext4 filesystem, which stays mounted until power-off",
 		    path, part + 5);
-	else if (direct != 0)
+	else
 		msg("persistence: %s on /dev/%s is fragmented: used through the %s filesystem, which stays mounted "
 		    "until power-off (other systems may then call it not cleanly unmounted)",
-		    path, part + 5, types[i]);
+		    path, part + 5, type);
 	if (!s->ro && mount(NULL, s->host, NULL, MS_REMOUNT | MS_NODEV | MS_NOSUID | MS_NOEXEC, NULL) != 0) {
 		if (umount(s->host) != 0)
 			msg("umount %s: %s", s->host, strerror(errno));
@@ -151,7 +181,7 @@ static int image_attach(const char *part, const char *path, bool iso_host, struc
 		return -1;
 	}
 	text_fmt(s->dev, sizeof(s->dev), "/dev/loop%d", nr);
-	text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s) via %s", path, part + 5, types[i], s->dev);
+	text_fmt(s->what, sizeof(s->what), "%s on /dev/%s (%s) via %s", path, part + 5, type, s->dev);
 	return fd;
 }
 
