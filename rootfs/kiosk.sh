@@ -26,6 +26,9 @@
 #                    configuration's signature is checked against, put in the image as /etc/liveunion/kiosk-admin.pem
 #   kiosk.poll=      how often the configuration is fetched (N, Ns, Nmin, Nh; default 5min)
 #   kiosk.group=     the group name the configuration's [group NAME] sections match
+#   kiosk.screenshot.token= a file (relative: to configs/profiles/) holding the admin's token (16 or more of
+#                    A-Z a-z 0-9 _ -; e.g. openssl rand -hex 16) for the screenshot server on port 9101 (user admin);
+#                    only its MD5-crypt hash goes into the image, readable by root only; unset: no screenshot server
 # kiosk.url, browser, idle, cursor, rotate, zoom, config, poll, group go to /etc/liveunion/kiosk.conf; the same keys
 # on the kernel command line override them at boot (rootfs/kiosk/kiosk).
 # The user is added to copies of the base layer's passwd, group, shadow and gshadow carried in this layer.
@@ -74,6 +77,8 @@ kiosk_packages() {
 		# the fleet: curl and openssl fetch and verify the signed configuration (ca-certificates for https), the
 		# node exporter serves the health metrics (its textfile collector)
 		printf 'curl\nopenssl\nca-certificates\nprometheus-node-exporter\n'
+		# the screenshot of the admin's server (wlroots screencopy, which cage offers)
+		printf 'grim\n'
 		case "${kp[kiosk.browser]:-chromium}" in
 		chromium) printf 'chromium\n' ;;
 		firefox) printf 'firefox-esr\n' ;;
@@ -177,17 +182,33 @@ kiosk_admin_key() {
 	chmod 0644 "$out"
 }
 
-# kiosk_key_file CONF: the profile's kiosk.config.key= as a path (relative: to the profiles' directory), or nothing
+# kiosk_admin_httpd TOKENFILE NAME OUT: busybox httpd's configuration for the admin's server in OUT (0600): the
+# cgi-bin directory behind Basic authentication, user admin, the token's MD5-crypt hash (salt from the profile's
+# name: the same image from the same files). A short or odd token is refused by name.
+kiosk_admin_httpd() {
+	local f=$1 name=$2 out=$3 t h
+	[ -f "$f" ] || die "kiosk.screenshot.token=$f: no such file (the admin's token, e.g. openssl rand -hex 16 >FILE)"
+	t=$(head -n 1 "$f")
+	printf '%s\n' "$t" | grep -Eqx '[A-Za-z0-9_-]{16,}' ||
+		die "kiosk.screenshot.token=$f: the token must be 16 or more of A-Z a-z 0-9 _ - (e.g. openssl rand -hex 16)"
+	h=$(openssl passwd -1 -salt "$(printf 'liveunion-kiosk %s' "$name" | sha256sum | cut -c1-8)" "$t") ||
+		die "openssl passwd failed for the screenshot token"
+	(umask 077 && printf '# Made by rootfs/kiosk.sh: the admin server (kiosk.screenshot.token=), root only.\n/cgi-bin:admin:%s\n' "$h" >"$out") ||
+		die "cannot write $out"
+}
+
+# kiosk_key_file CONF [KEY]: the profile's kiosk.config.key= (or KEY) as a path (relative: to the profiles'
+# directory), or nothing
 kiosk_key_file() {
 	local -n kf=$1
-	local f=${kf[kiosk.config.key]:-}
+	local f=${kf[${2:-kiosk.config.key}]:-}
 	[ -n "$f" ] || return 0
 	case "$f" in /*) printf '%s\n' "$f" ;; *) printf '%s\n' "$PROFILE_DIR/$f" ;; esac
 }
 
 # kiosk_layer NAME CONF OUTBASE: OUTBASE.squashfs, cached by the base layer, the profile and this script.
 kiosk_layer() {
-	local name=$1 out=$3.squashfs base h d user data cmd id t0 url pkgs tree='' f keyf
+	local name=$1 out=$3.squashfs base h d user data cmd id t0 url pkgs tree='' f keyf tokf
 	local -n kcf=$2
 	kcf[name]=$name
 	kiosk_check "$2" "$name"
@@ -200,8 +221,10 @@ kiosk_layer() {
 	[ -z "$url" ] || pkgs=$(kiosk_packages "$2")
 	keyf=$(kiosk_key_file "$2")
 	[ -z "$keyf" ] || [ -f "$keyf" ] || die "profile $name: kiosk.config.key=$keyf: no such file (the admin's public key or certificate, PEM)"
+	tokf=$(kiosk_key_file "$2" kiosk.screenshot.token)
+	[ -z "$tokf" ] || [ -f "$tokf" ] || die "profile $name: kiosk.screenshot.token=$tokf: no such file (the admin's token)"
 	h=$(printf '%s\n' "$(hash_of "$base" "$PROFILE_DIR/$name.conf" "$PROFILE_DIR/$name.files" "$TOP/rootfs/kiosk.sh" \
-		"$TOP/rootfs/kiosk" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh" ${keyf:+"$keyf"})" "${pkgs:-}" |
+		"$TOP/rootfs/kiosk" "$TOP/rootfs/profile.sh" "$TOP/rootfs/squashfs.sh" ${keyf:+"$keyf"} ${tokf:+"$tokf"})" "${pkgs:-}" |
 		sha256sum | cut -c1-16)
 	if stage_done "profile-$name-layer" "$h" && [ -f "$out" ]; then
 		log "  $(basename "$out") cached ($h)"
@@ -454,4 +477,28 @@ kiosk_browser_files() {
 	WantedBy=multi-user.target
 	EOT
 	ln -s ../liveunion-kiosk-fleet.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-fleet.service"
+	# The admin's screenshot server, only with a token: busybox httpd as root (it reads the 0600 hash file; the CGI
+	# runs grim as the kiosk user), every request without the token refused with 401.
+	k=$(kiosk_key_file "$2" kiosk.screenshot.token)
+	[ -n "$k" ] || return 0
+	kiosk_admin_httpd "$k" "${kb[name]}" "$d/etc/liveunion/kiosk-admin-httpd.conf"
+	install -d -m 0755 "$d/usr/share/liveunion/kiosk/admin/cgi-bin"
+	printf '#!/bin/sh\nexec /usr/lib/liveunion/kiosk/kiosk screenshot\n' >"$d/usr/share/liveunion/kiosk/admin/cgi-bin/screenshot"
+	chmod 0755 "$d/usr/share/liveunion/kiosk/admin/cgi-bin/screenshot"
+	cat >"$d/etc/systemd/system/liveunion-kiosk-admin.service" <<-EOT
+	# Made by rootfs/kiosk.sh: the kiosk's screenshot for the admin (kiosk.screenshot.token=), port 9101, user admin.
+	[Unit]
+	Description=Kiosk admin server (screenshot, token only)
+	After=network.target
+	StartLimitIntervalSec=0
+
+	[Service]
+	ExecStart=/bin/busybox httpd -f -p 9101 -c /etc/liveunion/kiosk-admin-httpd.conf -h /usr/share/liveunion/kiosk/admin -r liveunion-kiosk
+	Restart=always
+	RestartSec=1
+
+	[Install]
+	WantedBy=multi-user.target
+	EOT
+	ln -s ../liveunion-kiosk-admin.service "$d/etc/systemd/system/multi-user.target.wants/liveunion-kiosk-admin.service"
 }

@@ -6,6 +6,7 @@
 # is refused, named, counted in the metrics, and the last good one kept, also across a reboot; the command line
 # still wins; scheduled reload and reboot fire once, on time, staggered
 # shellcheck disable=SC2317 # its functions run through check (tests/lib.sh)
+# shellcheck disable=SC2016 # the single-quoted scripts are written for the fake tools and the kiosk to expand
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 w=$(mktemp -d "${TMPDIR:-/tmp}/liveunion-kiosk-fleet.XXXXXX")
@@ -190,7 +191,7 @@ publish
 check schedule-config fetch
 browser
 : >"$w/systemctl.log"
-check schedule-runs kiosk schedule
+check schedule-runs kiosk schedule 2>>"$w/log"
 check reload-at-fires ended
 browser
 check schedule-again kiosk schedule
@@ -199,7 +200,7 @@ check reboot-at-later-not-yet no_line reboot "$w/systemctl.log"
 sed "s/^version=2\$/version=11\nreboot-at=$now/" "$w/conf.2" >"$w/conf"
 publish
 check schedule-reboot-config fetch
-check schedule-reboot-runs kiosk schedule
+check schedule-reboot-runs kiosk schedule 2>>"$w/log"
 check reboot-at-fires grep -qx reboot "$w/systemctl.log"
 kiosk fleet-once >/dev/null 2>&1
 metric scheduled-reload-counted scheduled_reloads_total 1
@@ -208,4 +209,43 @@ check stagger-in-range test "$a" -ge 0 -a "$a" -lt 600 -a "$b" -ge 0 -a "$b" -lt
 check stagger-differs test "$a" != "$b"
 fact stagger-stable "$a" env HOST=k7 bash -c "$(declare -f kiosk); w=$w K=$K kiosk offset 10min"
 fact no-stagger 0 kiosk offset 0
+
+# 8. The admin's screenshot server as the image has it (busybox httpd, the hash file kiosk.sh writes, the CGI
+# program), a fake grim (a PNG header and the Wayland socket it was given) and runuser (the user it ran as): no
+# token or a wrong one 401, the token the PNG; no Wayland socket 503, named.
+if ! command -v busybox >/dev/null; then
+	skip screenshot-server "no busybox on this host (Debian: apt-get install busybox)"
+	finish
+fi
+(
+	die() { echo "die: $*" >&2; exit 1; }
+	# shellcheck source=rootfs/kiosk.sh
+	. "$TOP/rootfs/kiosk.sh"
+	printf 'Zq3-token_0123456789abcdef\n' >"$w/token"
+	kiosk_admin_httpd "$w/token" fleettest "$w/admin-httpd.conf"
+)
+mkdir -p "$w/admin/cgi-bin" "$w/xdg"
+printf '#!/bin/sh\nexec env PATH=%s/bin:$PATH KIOSK_RUN=%s/run KIOSK_CONF=%s/kiosk.conf KIOSK_CMDLINE=%s/cmdline KIOSK_XDG_RUNTIME_DIR=%s/xdg %s screenshot\n' \
+	"$w" "$w" "$w" "$w" "$w" "$K" >"$w/admin/cgi-bin/screenshot"
+printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n%%s %%s" "$WAYLAND_DISPLAY" "$USER_WAS"\n' >"$w/bin/grim"
+printf '#!/bin/sh\n[ "$1" = -u ] || exit 9\nu=$2; shift 3\nUSER_WAS=$u exec "$@"\n' >"$w/bin/runuser"
+chmod +x "$w/admin/cgi-bin/screenshot" "$w/bin/grim" "$w/bin/runuser"
+# (busybox httpd cannot say which port it took: one found free)
+aport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+busybox httpd -f -p "127.0.0.1:$aport" -c "$w/admin-httpd.conf" -h "$w/admin" -r liveunion-kiosk &
+at_exit "kill $! 2>/dev/null"
+sleep 0.5
+S=http://127.0.0.1:$aport/cgi-bin/screenshot
+code() { curl -s -o "$w/shot" -w '%{http_code}' "$@"; }
+fact screenshot-no-token 401 code "$S"
+fact screenshot-wrong-token 401 code -u admin:Zq3-token_0123456789abcdeX "$S"
+fact screenshot-no-wayland 503 code -u admin:Zq3-token_0123456789abcdef "$S"
+check screenshot-no-wayland-said grep -q "no Wayland socket in $w/xdg" "$w/shot"
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$w/xdg/wayland-0"
+: >"$w/xdg/wayland-0.lock"
+fact screenshot-with-token 200 code -u admin:Zq3-token_0123456789abcdef "$S"
+check screenshot-is-png grep -q $'^\x89PNG' "$w/shot"
+check screenshot-grim-as-kiosk-on-cage-socket grep -q 'wayland-0 kiosk$' "$w/shot"
+not_served() { c=$(code --path-as-is -u admin:Zq3-token_0123456789abcdef "http://127.0.0.1:$aport/$1") && [ "$c" != 200 ] && ! grep -qF '$1$' "$w/shot"; }
+check screenshot-hash-file-not-served not_served ../admin-httpd.conf
 finish

@@ -105,7 +105,7 @@ expect kiosk-allow-star-not-expanded "^\{\"URLAllowlist\":\[$AW,\"http://\*\",\"
 for a in chrome:settings chrome://settings file:///etc/passwd devtools:x view-source:http:x data:text/html javascript:x settings:x; do
 	expect "kiosk-allow-refuses-${a//[^a-z]/-}" "left out.*\{\"URLAllowlist\":\[$AW\]\}\$" "allow_run '$a'"
 done
-expect kiosk-chromium-packages '^alsa-utils,busybox,ca-certificates,cage,chromium,curl,fonts-dejavu-core,openssl,prometheus-node-exporter,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
+expect kiosk-chromium-packages '^alsa-utils,busybox,ca-certificates,cage,chromium,curl,fonts-dejavu-core,grim,openssl,prometheus-node-exporter,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
 expect kiosk-firefox-packages '^alsa-utils,busybox,ca-certificates,cage,curl,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
 # The fleet's keys (rootfs/kiosk.sh kiosk_check, kiosk_admin_key): the admin's key is a PEM public key or
 # certificate, never a private key, and kiosk.config= needs one.
@@ -122,6 +122,14 @@ expect kiosk-admin-key-from-certificate '^same$' 'kiosk_admin_key "$work/admin.c
 expect kiosk-admin-key-not-private 'neither a PEM certificate nor a PEM public key \(a private key never goes into the image' 'kiosk_admin_key "$work/admin.key" "$work/out.pem"' fail
 expect kiosk-admin-key-missing 'kiosk.config.key=/nonexistent.pem: no such file' 'kiosk_admin_key /nonexistent.pem "$work/out.pem"' fail
 expect kiosk-key-file-relative-to-profiles "^$work/profiles/keys/admin.pem /abs.pem\$" 'declare -A a=([kiosk.config.key]=keys/admin.pem) b=([kiosk.config.key]=/abs.pem); echo $(kiosk_key_file a) $(kiosk_key_file b)'
+# The screenshot token: only its hash in the image (the same for the same profile), a weak token refused.
+printf 'a1b2c3d4e5f60718293a4b5c6d7e8f90\n' >"$work/token"
+printf 'secret\n' >"$work/short"
+expect kiosk-token-hashed '^/cgi-bin:admin:\$1\$[^:]+$' 'kiosk_admin_httpd "$work/token" kiosk "$work/h1" && grep -v "^#" "$work/h1"'
+expect kiosk-token-not-in-clear '^absent$' 'kiosk_admin_httpd "$work/token" kiosk "$work/h1" && ! grep -q a1b2c3d4 "$work/h1" && echo absent'
+expect kiosk-token-root-only '^600$' 'kiosk_admin_httpd "$work/token" kiosk "$work/h1" && stat -c %a "$work/h1"'
+expect kiosk-token-hash-reproducible '^same$' 'kiosk_admin_httpd "$work/token" kiosk "$work/h1" && kiosk_admin_httpd "$work/token" kiosk "$work/h2" && cmp "$work/h1" "$work/h2" && echo same'
+expect kiosk-token-short-refused 'the token must be 16 or more' 'kiosk_admin_httpd "$work/short" kiosk "$work/h3"' fail
 # The profiles in the tree load, and their package lists are what docs/profiles.md says the debian one holds.
 for p in "$TOP"/configs/profiles/*.conf; do
 	n=$(basename "$p" .conf)
