@@ -15,6 +15,9 @@
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
 #   ./build.sh dracut-module [--install [ROOT]]
+#   ./build.sh layer DIR -o NN-name.squashfs [--sign]
+#                         a layer to add later: squashfs, .verity, .roothash and with --sign .roothash.p7s, the root
+#                         hash signed with SB_KEY; for the 10-base of the last built ISO (docs/secure-boot.md)
 #                         the dracut module 50liveunion -> out/dracut/50liveunion; --install copies it into
 #                         ROOT/usr/lib/dracut/modules.d/ (default: this system); then dracut --add liveunion (docs/dracut.md)
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
@@ -123,6 +126,8 @@ PROFILE_PKGS=(debootstrap x11-apps netpbm) # x11-apps, netpbm: the kiosk's hidde
 # shellcheck source=iso/sb.sh
 . "$TOP/iso/sb.sh"
 # shellcheck source=rootfs/profile.sh
+# shellcheck source=rootfs/layer.sh
+. "$TOP/rootfs/layer.sh"
 . "$TOP/rootfs/profile.sh"
 # shellcheck source=rootfs/debian.sh
 . "$TOP/rootfs/debian.sh"
@@ -283,6 +288,23 @@ dracut-module)
 	need_pkgs musl-tools
 	case "${2:-}" in
 	'') dracut_module_build ;;
+layer)
+	# A layer to add later (docs/secure-boot.md, signed layers); no stage runs: the base is the last built ISO's.
+	shift
+	ly_dir='' ly_out='' ly_sign=0
+	while [ $# -gt 0 ]; do
+		case "$1" in
+		-o) ly_out=${2:?-o needs a file}; shift 2 ;;
+		--sign) ly_sign=1; shift ;;
+		-*) die "layer: unknown option '$1' (usage: ./build.sh layer DIR -o NN-name.squashfs [--sign])" ;;
+		*) [ -z "$ly_dir" ] || die "layer: one directory only ('$ly_dir', then '$1')"; ly_dir=$1; shift ;;
+		esac
+	done
+	{ [ -n "$ly_dir" ] && [ -n "$ly_out" ]; } || die "usage: ./build.sh layer DIR -o NN-name.squashfs [--sign]"
+	STAGE=layer
+	need_pkgs squashfs-tools cryptsetup-bin openssl
+	layer_build "$ly_dir" "$ly_out" "$ly_sign"
+	;;
 	--install) dracut_module_build && dracut_module_install "${3:-}" ;;
 	*) die "usage: ./build.sh dracut-module [--install [ROOT]] (not '$2')" ;;
 	esac

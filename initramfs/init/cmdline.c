@@ -32,7 +32,8 @@ const struct key_def key_table[K_COUNT] = {
 		"disk; file:PATH (ext4 image on the boot disk's FAT/exFAT)", 0, NULL},
 	[K_VERIFY] = {"verify", T_STRING, "",
 		"dm-verity root hashes, name:hex,... (the boot menus carry them): every layer is mounted through dm-verity "
-		"and must be listed; off: no verification (a warning); empty: unverified (a warning)", 0, NULL},
+		"and must be listed or carry a root hash signed by a key the kernel trusts (NAME.roothash.p7s); off: no "
+		"verification (a warning); empty: unverified (a warning)", 0, NULL},
 	[K_CHECK] = {"check", T_FLAG, "0",
 		"read every layer fully at boot (through dm-verity when verifying) and stop naming a layer that fails", 0, NULL},
 	[K_DEBUG] = {"debug", T_FLAG, "0", "more messages from the init", 0, NULL},

@@ -87,6 +87,52 @@ static void layer_init(struct layer *l, const char *stem)
 	l->loop = l->hash_loop = l->dm_minor = -1;
 }
 
+/* Whether files has stem followed by suffix. */
+static bool has_file(const char *const files[], int n, const char *stem, const char *suffix)
+{
+	size_t sl = strlen(stem);
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (strncmp(files[i], stem, sl) == 0 && strcmp(files[i] + sl, suffix) == 0)
+			return true;
+	return false;
+}
+
+/* Whether live.verify= has an entry for name, good or bad: a bad one is never replaced by a signature. */
+static bool verify_lists(const struct plan *p, const char *name)
+{
+	int i;
+
+	for (i = 0; i < p->nverify; i++)
+		if (strcmp(p->verify[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* A layer that live.verify= does not name is verified when its root hash is signed: NN-name.roothash and
+ * NN-name.roothash.p7s beside it (the kernel checks the signature when the layer is set up, verity_layer). Without
+ * them no_hash says both ways it could have been trusted. */
+static void layer_sig(const struct plan *p, struct layer *l, const char *const files[], int n)
+{
+	bool hash = has_file(files, n, l->name, LAYER_ROOTHASH_SUFFIX),
+	     sig = has_file(files, n, l->name, LAYER_SIG_SUFFIX);
+
+	if (verify_lists(p, l->name))
+		return;
+	if (hash && sig) {
+		l->sig = true;
+		return;
+	}
+	text_fmt(l->no_hash, sizeof(l->no_hash),
+		 "live.verify= has no root hash for layer %s and it is not signed (%s): refused while verification is "
+		 "on (the boot menu and the medium do not belong together, or the layer was added later unsigned)",
+		 l->name,
+		 !hash && !sig ? "no " LAYER_ROOTHASH_SUFFIX " and " LAYER_SIG_SUFFIX " beside it" :
+		 !sig          ? "no " LAYER_SIG_SUFFIX " beside it" :
+				 "a " LAYER_SIG_SUFFIX " but no " LAYER_ROOTHASH_SUFFIX " beside it");
+}
+
 /* live.verify= names the verified set: each layer it has a root hash for must be stacked, unless live.layers= (on
  * the same signed command line) leaves it out. Attaching hashes only to the layers found would let whoever can
  * write the medium drop one (a lock-down layer, a policy) and still boot "verified". Saved layers from the store
@@ -151,8 +197,11 @@ int layers_choose(const struct plan *p, struct boot *b, const char *const files[
 	for (i = 0; i < count && p->verify_mode == VERIFY_ON; i++) {
 		struct layer *l = &b->layer[i];
 
-		if (plan_root_hash(p, l->name, l->root_hash, sizeof(l->root_hash), l->no_hash, sizeof(l->no_hash)) != 0)
+		if (plan_root_hash(p, l->name, l->root_hash, sizeof(l->root_hash), l->no_hash, sizeof(l->no_hash)) !=
+		    0) {
 			l->root_hash[0] = '\0';
+			layer_sig(p, l, files, n);
+		}
 	}
 	if (p->verify_mode == VERIFY_ON && verified_set_complete(p, b, count, stems, nstems, err, elen) != 0)
 		return -1;
@@ -212,6 +261,16 @@ int layers_add_saved(const struct plan *p, struct boot *b, const char *const fil
 			    (int)sizeof(l->dir)) {
 			note_add(note, nlen, stem, "path too long");
 			continue;
+		}
+		/* A signed layer in the store is verified like the medium's (a hash_file marks it for stack_mount_layer),
+		 * and refused when its signature does not hold; an unsigned one stays the user's own, as before. */
+		if (p->verify_mode == VERIFY_ON && has_file(files, n, stem, LAYER_SIG_SUFFIX)) {
+			layer_sig(p, l, files, n);
+			if (snprintf(l->hash_file, sizeof(l->hash_file), "%s/%s" LAYER_VERITY_SUFFIX, dir, stem) >=
+			    (int)sizeof(l->hash_file)) {
+				note_add(note, nlen, stem, "path too long");
+				continue;
+			}
 		}
 		b->nlayers++;
 	}

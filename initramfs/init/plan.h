@@ -25,7 +25,7 @@ struct layer {
 	 * why in no_hash when live.verify= has none for it), the hash tree file beside the layer, its loop device, the
 	 * dm device */
 	char root_hash[ROOT_HASH_LEN + 1];
-	char no_hash[200];
+	char no_hash[300];
 	char hash_file[PATH_LEN];
 	int hash_loop; /* -1 when not verified */
 	int dm_minor;  /* -1 when not verified; the layer is mounted from /dev/dm-N */

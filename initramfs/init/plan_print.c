@@ -50,11 +50,12 @@ static void print_layers(struct out *o, const struct plan *p, const struct boot 
 	 * the writable upper are changed by the running system, so no root hash can cover them (docs/boot.md). */
 	put(o, "verify.covers=");
 	for (i = 0, n = 0; i < b->nlayers && p->verify_mode == VERIFY_ON; i++)
-		if (b->layer[i].root_hash[0] && !b->layer[i].saved)
+		if (b->layer[i].root_hash[0] && (!b->layer[i].saved || b->layer[i].sig))
 			put(o, "%s%s", n++ ? "," : "", b->layer[i].name);
 	put(o, "\nverify.outside=");
 	for (i = 0, n = 0; i < b->nlayers; i++)
-		if (p->verify_mode != VERIFY_ON || b->layer[i].saved)
+		if (p->verify_mode != VERIFY_ON ||
+		    (b->layer[i].saved && !(b->layer[i].sig && b->layer[i].root_hash[0])))
 			put(o, "%s%s%s", n++ ? "," : "", b->layer[i].saved ? "saved:" : "", b->layer[i].name);
 	put(o, "%supper:%s\n", n ? "," : "", b->upper_kind[0] ? b->upper_kind : "none");
 	for (i = 0; i < b->nlayers; i++) {
@@ -64,8 +65,15 @@ static void print_layers(struct out *o, const struct plan *p, const struct boot 
 		    l->name, l->bytes);
 		if (l->root_hash[0])
 			put(o, "layer.%s.root_hash=%s\n", l->name, l->root_hash);
+		else if (p->verify_mode == VERIFY_ON && l->sig)
+			put(o,
+			    "layer.%s.root_hash=signed: read from its " LAYER_ROOTHASH_SUFFIX
+			    " when set up, refused unless the kernel accepts its " LAYER_SIG_SUFFIX "\n",
+			    l->name);
 		else if (p->verify_mode == VERIFY_ON && !l->saved)
 			put(o, "layer.%s.root_hash=none: %s\n", l->name, l->no_hash);
+		if (l->sig)
+			put(o, "layer.%s.signed=1\n", l->name);
 		if (l->loop >= 0)
 			put(o, "layer.%s.loop=/dev/loop%d\n", l->name, l->loop);
 		if (l->dm_minor >= 0)

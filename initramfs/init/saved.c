@@ -50,11 +50,12 @@ int saved_mount(const struct plan *p, struct boot *b, const char *what)
 	while (i < b->nlayers) {
 		struct layer *l = &b->layer[i];
 
-		if (p->verify_mode == VERIFY_ON)
+		if (p->verify_mode == VERIFY_ON && !l->hash_file[0])
 			msg("WARNING: saved layer %s (from the store %s) is not covered by dm-verity: the boot menu has no "
 			    "root hash for it",
 			    l->name, what);
 		if (stack_mount_layer(p, l) == 0) {
+			stack_base_check(b, l);
 			i++;
 			continue;
 		}

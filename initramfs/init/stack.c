@@ -70,9 +70,10 @@ int stack_mount_layer(const struct plan *p, struct layer *l)
 	if (lfd < 0)
 		return -1;
 	/* the loop fd stays open until the mount (or dm-verity) holds the device: autoclear. A saved layer
-	 * has no root hash (the boot menu was made before it): it is mounted from its loop device. */
-	if ((l->saved ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) : verity_layer(p, l, dev, sizeof(dev))) !=
-		    0 ||
+	 * has no root hash (the boot menu was made before it): it is mounted from its loop device, unless it
+	 * carries a signature (layers_add_saved gave it a hash tree). */
+	if ((l->saved && !l->hash_file[0] ? path_fmt(dev, sizeof(dev), "/dev/loop%d", l->loop) :
+					    verity_layer(p, l, dev, sizeof(dev))) != 0 ||
 	    (p->check && verity_check(l, dev) != 0)) {
 		if (close(lfd) != 0)
 			msg("close /dev/loop%d: %s", l->loop, strerror(errno));
@@ -91,6 +92,44 @@ int stack_mount_layer(const struct plan *p, struct layer *l)
 		return fail(errno, "close %s", dev);
 	msg("layer %s: %s on %s via %s (%llu bytes)", l->name, l->file, l->dir, dev, l->bytes);
 	return 0;
+}
+
+/* ./build.sh layer writes usr/lib/extension-release.d/extension-release.NAME into a layer with the root hash of the
+ * 10-base it was built for (LIVEUNION_BASE=, beside sysext's ID=): a layer made for another base may miss the
+ * libraries its programs need, or hide newer ones, so it is said; it is not refused (a base updated for a security
+ * fix keeps its layers working more often than not). A verified base only: an unverified one has no hash. */
+void stack_base_check(const struct boot *b, const struct layer *l)
+{
+	char path[PATH_LEN], buf[4096];
+	const char *base = NULL, *at;
+	ssize_t n;
+	size_t len;
+	int fd, i;
+
+	for (i = 0; i < b->nlayers && !base; i++)
+		if (strcmp(b->layer[i].name, "10-base") == 0 && b->layer[i].root_hash[0])
+			base = b->layer[i].root_hash;
+	if (!base || l == &b->layer[0] ||
+	    path_fmt(path, sizeof(path), "%s/usr/lib/extension-release.d/extension-release.%s", l->dir, l->name) != 0)
+		return;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return; /* a layer not made by ./build.sh layer: nothing said about its base */
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (close(fd) != 0 || n < 0) {
+		msg("layer %s: read %s: %s", l->name, path, strerror(errno));
+		return;
+	}
+	buf[n] = '\0';
+	for (at = buf; at && strncmp(at, "LIVEUNION_BASE=", 15) != 0; at = strchr(at, '\n'), at = at ? at + 1 : NULL)
+		;
+	if (!at)
+		return;
+	at += 15;
+	len = strcspn(at, "\n");
+	if (len != strlen(base) || strncmp(at, base, len) != 0)
+		msg("WARNING: layer %s was built for another 10-base (root hash %.16s..., this one %.16s...): its programs "
+		    "may miss what they need from the base; build it again for this one (./build.sh layer)",
+		    l->name, at, base);
 }
 
 int stack_layers(const struct plan *p, struct boot *b)
@@ -117,6 +156,8 @@ int stack_layers(const struct plan *p, struct boot *b)
 	for (i = 0; i < b->nlayers; i++)
 		if (stack_mount_layer(p, &b->layer[i]) != 0)
 			return -1;
+	for (i = 1; i < b->nlayers; i++)
+		stack_base_check(b, &b->layer[i]);
 	text_fmt(b->verify_result, sizeof(b->verify_result), "%s",
 		 p->verify_mode == VERIFY_ON ? "every layer through dm-verity" : "not verified");
 	if (p->check)

@@ -9,6 +9,8 @@ int stack_upper(const struct plan *p);                         /* tmpfs at run_l
 int stack_overlay(const struct plan *p, const struct boot *b); /* overlay at newroot */
 /* Loop (read-only) + dm-verity when verifying (not for a saved layer) + squashfs mount of one layer on l->dir. */
 int stack_mount_layer(const struct plan *p, struct layer *l);
+/* A warning when layer l names (LIVEUNION_BASE= in its extension-release file) another 10-base than b's. */
+void stack_base_check(const struct boot *b, const struct layer *l);
 /* "stack, bottom to top (...): ..." on the console; saved layers marked (store). */
 void stack_print(const struct plan *p, const struct boot *b);
 #endif

@@ -7,12 +7,15 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <linux/dm-ioctl.h>
+#include <linux/keyctl.h>
 
 #include "disk.h"
+#include "liveunion/contract.h"
 #include "log.h"
 #include "loop.h"
 #include "progress.h"
@@ -138,8 +141,19 @@ static int dm_verity_create(const struct layer *l, const char *name, const char 
 	memcpy(u.b + sizeof(u.io) + sizeof(*t), params, plen);
 	if (ioctl(ctl, DM_TABLE_LOAD, &u.io) != 0) {
 		e = errno;
-		fail(e, "layer %s: load the dm-verity table \"%s\" into %s (the kernel log, dmesg, says why)", l->name,
-		     params, name);
+		if (l->sig && e == EINVAL)
+			fail(e,
+			     "layer %s: REFUSED: the kernel does not take its root hash signature (a kernel without "
+			     "CONFIG_DM_VERITY_VERIFY_ROOTHASH_SIG, or a damaged hash tree; dmesg says which)",
+			     l->name);
+		else if (l->sig)
+			fail(e,
+			     "layer %s: REFUSED: its root hash signature (%s" LAYER_SIG_SUFFIX ") is not by a key the "
+			     "kernel trusts, or not of the root hash in %s" LAYER_ROOTHASH_SUFFIX,
+			     l->name, l->name, l->name);
+		else
+			fail(e, "layer %s: load the dm-verity table \"%s\" into %s (the kernel log, dmesg, says why)",
+			     l->name, params, name);
 		goto remove;
 	}
 	dm_init(&u.io, sizeof(u.io), name); /* no DM_SUSPEND_FLAG: resume, which makes the table live */
@@ -178,8 +192,9 @@ static int read_range(const struct layer *l, int fd, const char *dev, unsigned l
 			if (errno == EIO && l->dm_minor >= 0)
 				return fail(EIO,
 					    "layer %s (%s): the data in bytes %llu-%llu does not match its root hash "
-					    "from live.verify= (medium damaged or altered; read through dm-verity %s)",
-					    l->name, l->file, off, off + want - 1, dev);
+					    "from %s (medium damaged or altered; read through dm-verity %s)",
+					    l->name, l->file, off, off + want - 1,
+					    l->sig ? "its signed " LAYER_ROOTHASH_SUFFIX : "live.verify=", dev);
 			return fail(errno, "layer %s (%s): read bytes %llu-%llu of %s", l->name, l->file, off,
 				    off + want - 1, dev);
 		}
@@ -210,10 +225,84 @@ static int close_dev(int fd, const char *dev, int rc)
 	return rc;
 }
 
+/* path = the layer's hash_file with LAYER_VERITY_SUFFIX replaced by suffix. */
+static int beside(const struct layer *l, const char *suffix, char *path, size_t len)
+{
+	size_t n = strlen(l->hash_file), v = sizeof(LAYER_VERITY_SUFFIX) - 1;
+
+	if (n < v || strcmp(l->hash_file + n - v, LAYER_VERITY_SUFFIX) != 0)
+		return fail(EINVAL, "layer %s: hash tree %s is not NAME" LAYER_VERITY_SUFFIX, l->name, l->hash_file);
+	return path_fmt(path, len, "%.*s%s", (int)(n - v), l->hash_file, suffix);
+}
+
+/* Up to cap bytes of path into buf; a longer file is refused (these are a hex line and a small signature). */
+static int read_small(const struct layer *l, const char *path, unsigned char *buf, size_t cap, size_t *len)
+{
+	size_t got = 0;
+	ssize_t n = 1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+
+	if (fd < 0)
+		return fail(errno, "layer %s: REFUSED: open %s", l->name, path);
+	while (got <= cap && n != 0) {
+		n = read(fd, buf + got, cap + 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			break;
+		}
+		got += (size_t)n;
+	}
+	if (close(fd) != 0 && !e)
+		e = errno;
+	if (e)
+		return fail(e, "layer %s: REFUSED: read %s", l->name, path);
+	if (got > cap || got == 0)
+		return fail(EINVAL, "layer %s: REFUSED: %s is %s", l->name, path, got ? "too long" : "empty");
+	*len = got;
+	return 0;
+}
+
+/* A signed layer: its root hash from NAME.roothash (hex; a final newline allowed) and its signature from
+ * NAME.roothash.p7s put into this thread's keyring as a "user" key, where dm-verity finds it by the description
+ * the table names (root_hash_sig_key_desc). Neither file is trusted: the kernel checks the signature against its
+ * trusted keyring when the table is loaded, and then every block against the hash. The key's id, or -1. */
+static long sig_load(struct layer *l, char *desc, size_t dlen)
+{
+	static unsigned char sig[16384]; /* a user key holds at most 32767 bytes; ours are about 1.5 KiB */
+	unsigned char hex[ROOT_HASH_LEN + 2];
+	char path[PATH_LEN];
+	size_t n, i;
+	long key;
+
+	if (beside(l, LAYER_ROOTHASH_SUFFIX, path, sizeof(path)) != 0 ||
+	    read_small(l, path, hex, sizeof(hex) - 1, &n) != 0)
+		return -1;
+	if (hex[n - 1] == '\n')
+		n--;
+	for (i = 0; i < n && strchr("0123456789abcdef", hex[i]) && hex[i]; i++)
+		;
+	if (i != n || n < 32 || n % 2 || n > ROOT_HASH_LEN)
+		return fail(EINVAL, "layer %s: REFUSED: %s is not a root hash (32-%d lowercase hex digits)", l->name,
+			    path, ROOT_HASH_LEN);
+	memcpy(l->root_hash, hex, n);
+	l->root_hash[n] = '\0';
+	if (beside(l, LAYER_SIG_SUFFIX, path, sizeof(path)) != 0 || read_small(l, path, sig, sizeof(sig), &n) != 0)
+		return -1;
+	text_fmt(desc, dlen, "liveunion:%s", l->name);
+	key = syscall(SYS_add_key, "user", desc, sig, n, KEY_SPEC_THREAD_KEYRING);
+	if (key < 0)
+		return fail(errno, "layer %s: put its signature %s into the keyring (add_key%s)", l->name, path,
+			    errno == ENOSYS ? ": a kernel without CONFIG_KEYS" : "");
+	return key;
+}
+
 int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 {
 	struct verity_sb sb;
-	char data[32], hash[32], name[80], params[800], salt[513], node[PATH_LEN];
+	char data[32], hash[32], name[80], params[900], salt[513], node[PATH_LEN], desc[80] = "";
+	long key = -1;
 	unsigned long long bytes;
 	dev_t dd, hd;
 	unsigned i, dm_major = 0;
@@ -223,9 +312,11 @@ int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 		return -1;
 	if (p->verify_mode != VERIFY_ON)
 		return 0;
-	if (!l->root_hash[0]) /* plan_root_hash said why when the layer was chosen */
+	if (!l->root_hash[0] && !l->sig) /* plan_root_hash or layer_sig said why when the layer was chosen */
 		return fail(ENOKEY, "layer %s (%s): %s", l->name, l->file, l->no_hash);
 	if (read_sb(l, &sb) != 0)
+		return -1;
+	if (l->sig && (key = sig_load(l, desc, sizeof(desc))) < 0)
 		return -1;
 	bytes = sb.data_blocks * sb.data_block_size;
 	if (bytes != l->bytes)
@@ -247,11 +338,14 @@ int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 	if (dev_of(data, &dd) != 0 || dev_of(hash, &hd) != 0)
 		return close_dev(hfd, hash, -1);
 	/* The hash area starts right after veritysetup's superblock: hash block 1. */
-	if (path_fmt(params, sizeof(params), "1 %u:%u %u:%u %u %u %llu 1 %s %s %s", major(dd), minor(dd), major(hd),
+	if (path_fmt(params, sizeof(params), "1 %u:%u %u:%u %u %u %llu 1 %s %s %s%s%s", major(dd), minor(dd), major(hd),
 		     minor(hd), sb.data_block_size, sb.hash_block_size, sb.data_blocks, sb.algorithm, l->root_hash,
-		     salt) != 0)
+		     salt, desc[0] ? " 2 root_hash_sig_key_desc " : "", desc) != 0)
 		return close_dev(hfd, hash, -1);
 	minor = dm_verity_create(l, name, params, bytes >> 9, &dm_major);
+	/* the kernel copied the signature at the table load: the key is not needed after it */
+	if (key >= 0 && syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_THREAD_KEYRING) != 0)
+		msg("layer %s: unlink key %s: %s", l->name, desc, strerror(errno));
 	/* dm holds the hash loop device open now; autoclear frees it when the dm device goes */
 	if (close_dev(hfd, hash, minor < 0 ? -1 : 0) != 0)
 		return -1;
@@ -274,8 +368,9 @@ int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 		rc = read_range(l, fd, dev, bytes - PROBE_BYTES, PROBE_BYTES, NULL);
 	if (close_dev(fd, dev, rc) != 0)
 		return -1;
-	msg("layer %s: dm-verity %s (%s) over %s and %s, root hash %.16s...", l->name, dev, name, data, hash,
-	    l->root_hash);
+	msg("layer %s: dm-verity %s (%s) over %s and %s, root hash %.16s...%s", l->name, dev, name, data, hash,
+	    l->root_hash,
+	    l->sig ? " (signed: the kernel checked " LAYER_SIG_SUFFIX " against its trusted keyring)" : "");
 	return 0;
 }
 

@@ -579,6 +579,51 @@ static void test_net(void)
 	CHECK(p.persist_kind == PK_AUTO, "no network boot: persistence as before");
 }
 
+/* Signed layers: a layer live.verify= does not name is chosen with its signature when NAME.roothash and
+ * NAME.roothash.p7s lie beside it (the kernel judges the signature at set-up), and refused with both ways named
+ * otherwise; a layer live.verify= does name never falls back to a signature. */
+static void test_signed(void)
+{
+	static struct plan p;
+	const char *h1 = "0924e68abba73bd5d7f4aba7da62aeed4f6d34e7bc18a75d4423eacad4b30ce3";
+	const char *files[] = {"10-base.squashfs", "10-base.verity",    "50-c.squashfs", "50-c.verity",
+			       "50-c.roothash",    "50-c.roothash.p7s", "60-u.squashfs", "60-u.roothash",
+			       "70-h.squashfs",    "70-h.roothash.p7s"};
+	const char *saved[] = {"31-mine.squashfs", "32-sig.squashfs", "32-sig.verity", "32-sig.roothash",
+			       "32-sig.roothash.p7s"};
+	char spec[300], err[300], note[300], buf[16384];
+
+	snprintf(spec, sizeof(spec), "live.verify=10-base:%s", h1);
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files, 10, err, sizeof(err)) == 4, "four layers: %s", err);
+	CHECK(!b.layer[0].sig && strcmp(b.layer[0].root_hash, h1) == 0, "10-base by live.verify=");
+	CHECK(b.layer[1].sig && !b.layer[1].root_hash[0], "50-c signed, its hash read at set-up");
+	CHECK(!b.layer[2].sig && strstr(b.layer[2].no_hash, "no root hash for layer 60-u and it is not signed (no "
+							    ".roothash.p7s beside it): refused"),
+	      "60-u: no signature, said: %s", b.layer[2].no_hash);
+	CHECK(!b.layer[3].sig && strstr(b.layer[3].no_hash, "a .roothash.p7s but no .roothash beside it"),
+	      "70-h: a signature without its hash: %s", b.layer[3].no_hash);
+	plan_print(&p, &b, buf, sizeof(buf));
+	CHECK(strstr(buf, "\nlayer.50-c.root_hash=signed: ") && strstr(buf, "\nlayer.50-c.signed=1\n") &&
+		      !strstr(buf, "layer.60-u.signed"),
+	      "the plan says which layer is signed: %s", buf);
+	/* unsigned everywhere when nothing is verified */
+	make("", &p);
+	CHECK(layers_choose(&p, &b, files, 10, err, sizeof(err)) == 4 && !b.layer[1].sig, "no verification: %s", err);
+	/* a bad live.verify= entry is not replaced by a signature */
+	make("live.verify=10-base:xyz,50-c:abc", &p);
+	CHECK(layers_choose(&p, &b, files, 10, err, sizeof(err)) == 4 && !b.layer[1].sig &&
+		      strstr(b.layer[1].no_hash, "has 3 digits"),
+	      "50-c keeps the command line's verdict: %s", b.layer[1].no_hash);
+	/* the store: a signed saved layer gets its hash tree (verified at set-up), an unsigned one stays the user's */
+	make(spec, &p);
+	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 1, "medium: %s", err);
+	CHECK(layers_add_saved(&p, &b, saved, 5, "/s", note, sizeof(note)) == 2, "two saved: %s", note);
+	CHECK(!b.layer[1].sig && !b.layer[1].hash_file[0], "31-mine: the user's own, not verified");
+	CHECK(b.layer[2].sig && strcmp(b.layer[2].hash_file, "/s/32-sig.verity") == 0, "32-sig: signed, %s",
+	      b.layer[2].hash_file);
+}
+
 int main(void)
 {
 	test_persist();
@@ -591,6 +636,7 @@ int main(void)
 	test_layers();
 	test_many_layers();
 	test_verify();
+	test_signed();
 	test_toram();
 	return t_summary();
 }

@@ -34,6 +34,10 @@
 /* A layer is NN-name.squashfs (NN two digits, lowest at the bottom), with NN-name.verity beside it. */
 #define LAYER_SUFFIX ".squashfs"
 #define LAYER_VERITY_SUFFIX ".verity"
+/* A signed layer (docs/secure-boot.md): its root hash in hex, and a detached PKCS#7 signature of that text, as
+ * systemd's NAME.roothash and NAME.roothash.p7s. */
+#define LAYER_ROOTHASH_SUFFIX ".roothash"
+#define LAYER_SIG_SUFFIX ".roothash.p7s"
 #define LAYER_NN_MAX 99
 
 /* NN of a name starting "NN-", else -1. */
