@@ -26,11 +26,13 @@
 #                    configuration's signature is checked against, put in the image as /etc/liveunion/kiosk-admin.pem
 #   kiosk.poll=      how often the configuration is fetched (N, Ns, Nmin, Nh; default 5min)
 #   kiosk.group=     the group name the configuration's [group NAME] sections match
+#   kiosk.reload-at=, kiosk.reboot-at=  HH:MM: the browser started again, the machine rebooted, once a day
+#   kiosk.stagger=   N, Ns, Nmin, Nh: each kiosk's own delay below it after those times (a fleet not all at once)
 #   kiosk.screenshot.token= a file (relative: to configs/profiles/) holding the admin's token (16 or more of
 #                    A-Z a-z 0-9 _ -; e.g. openssl rand -hex 16) for the screenshot server on port 9101 (user admin);
 #                    only its MD5-crypt hash goes into the image, readable by root only; unset: no screenshot server
-# kiosk.url, browser, idle, cursor, rotate, zoom, config, poll, group go to /etc/liveunion/kiosk.conf; the same keys
-# on the kernel command line override them at boot (rootfs/kiosk/kiosk).
+# kiosk.url, browser, idle, cursor, rotate, zoom, config, poll, group, reload-at, reboot-at, stagger go to
+# /etc/liveunion/kiosk.conf; the same keys on the kernel command line override them at boot (rootfs/kiosk/kiosk).
 # The user is added to copies of the base layer's passwd, group, shadow and gshadow carried in this layer.
 
 # Bump when the apt step below changes meaning (part of the cache key of the installed packages).
@@ -166,6 +168,13 @@ kiosk_check() {
 	v=${kk[kiosk.poll]:-}
 	[ -z "$v" ] || "$TOP/rootfs/kiosk/kiosk" seconds "$v" >/dev/null ||
 		die "profile $name: kiosk.poll=$v: use N, Ns, Nmin or Nh (N > 0)"
+	for v in reload-at reboot-at; do
+		printf '%s\n' "${kk[kiosk.$v]:-}" | grep -Eqx '(([01][0-9]|2[0-3]):[0-5][0-9])?' ||
+			die "profile $name: kiosk.$v=${kk[kiosk.$v]}: use HH:MM (24 h)"
+	done
+	v=${kk[kiosk.stagger]:-}
+	[ -z "$v" ] || [ "$v" = 0 ] || "$TOP/rootfs/kiosk/kiosk" seconds "$v" >/dev/null ||
+		die "profile $name: kiosk.stagger=$v: use N, Ns, Nmin or Nh, or 0"
 	case "${kk[kiosk.group]:-}" in *[!A-Za-z0-9._-]*) die "profile $name: kiosk.group=${kk[kiosk.group]}: use letters, digits, '.', '_' or '-'" ;; esac
 }
 
@@ -334,7 +343,7 @@ kiosk_browser_files() {
 		"$d/etc/pam.d"
 	{
 		printf '# Made by rootfs/kiosk.sh from the profile; the same keys on the kernel command line override these.\n'
-		for k in url browser idle cursor rotate zoom persist config poll group; do
+		for k in url browser idle cursor rotate zoom persist config poll group reload-at reboot-at stagger; do
 			[ -z "${kb[kiosk.$k]:-}" ] || printf 'kiosk.%s=%s\n' "$k" "${kb[kiosk.$k]}"
 		done
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"

@@ -112,6 +112,9 @@ expect kiosk-firefox-packages '^alsa-utils,busybox,ca-certificates,cage,curl,fir
 expect kiosk-config-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=https://admin.example/k.conf [kiosk.config.key]=admin.pem [kiosk.poll]=2min [kiosk.group]=lobby-2); kiosk_check c t; echo ok'
 expect kiosk-config-needs-key 'kiosk.config= needs kiosk.config.key=' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=https://admin.example/k.conf); kiosk_check c t' fail
 expect kiosk-config-bad-url 'kiosk.config=ftp://a/k: use an http:// or https:// address' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config]=ftp://a/k [kiosk.config.key]=k); kiosk_check c t' fail
+expect kiosk-schedule-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.reload-at]=06:00 [kiosk.reboot-at]=23:59 [kiosk.stagger]=20min); kiosk_check c t; echo ok'
+expect kiosk-bad-reboot-at 'kiosk.reboot-at=4:30: use HH:MM' 'declare -A c=([kiosk.url]=http://x/ [kiosk.reboot-at]=4:30); kiosk_check c t' fail
+expect kiosk-bad-stagger 'kiosk.stagger=lots: use N, Ns' 'declare -A c=([kiosk.url]=http://x/ [kiosk.stagger]=lots); kiosk_check c t' fail
 expect kiosk-bad-poll 'kiosk.poll=often: use N, Ns, Nmin or Nh' 'declare -A c=([kiosk.url]=http://x/ [kiosk.poll]=often); kiosk_check c t' fail
 expect kiosk-bad-group "kiosk.group=a b: use letters" 'declare -A c=([kiosk.url]=http://x/ [kiosk.group]="a b"); kiosk_check c t' fail
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$work/admin.key" 2>/dev/null
