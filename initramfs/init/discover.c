@@ -117,8 +117,9 @@ static void iso_also_on(const struct plan *p, const struct boot *b, const struct
 		if (snprintf(dev, sizeof(dev), "%s/%s", devdir, seen[i].name) >= (int)sizeof(dev) ||
 		    !mount_files_fs(dev, dir, why, sizeof(why)))
 			continue;
-		text_fmt(file, sizeof(file), "%s%s", dir, p->iso_path);
-		if (stat(file, &st) == 0 && S_ISREG(st.st_mode))
+		if (path_fmt(file, sizeof(file), "%s%s", dir, p->iso_path) != 0)
+			fail_clear(); /* not there, then */
+		else if (stat(file, &st) == 0 && S_ISREG(st.st_mode))
 			text_list_add(also, sizeof(also), dev, strlen(dev));
 		if (umount(dir) != 0)
 			msg("umount %s: %s", dir, strerror(errno));
@@ -141,8 +142,10 @@ static int probe_iso_host(const struct plan *p, struct boot *b, const char *dev,
 
 	if (!(type = mount_files_fs(dev, dir, reason, rlen)))
 		return 0;
-	text_fmt(file, sizeof(file), "%s%s", dir, p->iso_path);
-	if (stat(file, &st) != 0) {
+	if (path_fmt(file, sizeof(file), "%s%s", dir, p->iso_path) != 0) {
+		text_fmt(reason, rlen, "%s, no %s on it (%s)", type, p->iso_path, strerror(fail_errno()));
+		fail_clear();
+	} else if (stat(file, &st) != 0) {
 		err = errno;
 		text_fmt(reason, rlen, "%s, no %s on it (%s)", type, p->iso_path, strerror(err));
 	} else if (!S_ISREG(st.st_mode)) {

@@ -209,14 +209,14 @@ int disk_part_uuid(const char *sysblock, const char *devdir, const char *name, c
 
 	if (disk_of(sysblock, name, disk, sizeof(disk)) != 0 || strcmp(disk, name) == 0)
 		return -1;
-	text_fmt(path, sizeof(path), "%s/%s/partition", sysblock, name);
-	if (read_text(path, num, sizeof(num)) < 0 || (partn = strtoul(num, NULL, 10)) == 0)
+	if (path_fmt(path, sizeof(path), "%s/%s/partition", sysblock, name) != 0 ||
+	    read_text(path, num, sizeof(num)) < 0 || (partn = strtoul(num, NULL, 10)) == 0)
 		return -1;
-	text_fmt(path, sizeof(path), "%s/%s/queue/logical_block_size", sysblock, disk);
+	if (path_fmt(path, sizeof(path), "%s/%s/queue/logical_block_size", sysblock, disk) != 0)
+		return -1;
 	if (read_text(path, lbs_text, sizeof(lbs_text)) >= 0 && strtoul(lbs_text, NULL, 10) >= 512)
 		lbs = strtoul(lbs_text, NULL, 10);
-	text_fmt(path, sizeof(path), "%s/%s", devdir, disk);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	if (path_fmt(path, sizeof(path), "%s/%s", devdir, disk) != 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	if (disk_read_mbr(fd, mbr) == 0) {
 		has_gpt = lbs <= (unsigned long)INT64_MAX &&

@@ -272,8 +272,8 @@ int fetch_medium(const struct plan *p, struct boot *b)
 	for (i = 0; i < n; i++) {
 		char rel[96];
 
-		text_fmt(rel, sizeof(rel), "live/%s", files[i].name);
-		if (path_fmt(dest, sizeof(dest), "%s/%s", dir, rel) != 0)
+		if (path_fmt(rel, sizeof(rel), "live/%s", files[i].name) != 0 ||
+		    path_fmt(dest, sizeof(dest), "%s/%s", dir, rel) != 0)
 			return -1;
 		pr.done += file_size(dest); /* a retry: what is there already */
 		if (download(&src, rel, dest, files[i].bytes, &pr) != 0)

@@ -65,9 +65,13 @@ static int find_cryptsetup(const struct boot *b, char *root, size_t rlen, const 
 
 	for (i = b->nlayers - 1; i >= 0; i--)
 		for (w = 0; w < sizeof(where) / sizeof(where[0]); w++) {
-			text_fmt(path, sizeof(path), "%s%s", b->layer[i].dir, where[w]);
+			if (path_fmt(path, sizeof(path), "%s%s", b->layer[i].dir, where[w]) != 0) {
+				fail_clear(); /* a layer whose mount point is that long holds no cryptsetup we can run */
+				continue;
+			}
 			if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) {
-				text_fmt(root, rlen, "%s", b->layer[i].dir);
+				if (path_fmt(root, rlen, "%s", b->layer[i].dir) != 0)
+					return -1;
 				*bin = where[w];
 				return 0;
 			}

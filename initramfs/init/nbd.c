@@ -258,8 +258,7 @@ static unsigned long long sys_size(int n)
 {
 	char path[64], buf[32];
 
-	text_fmt(path, sizeof(path), "/sys/block/nbd%d/size", n);
-	if (read_text(path, buf, sizeof(buf)) < 0) {
+	if (path_fmt(path, sizeof(path), "/sys/block/nbd%d/size", n) != 0 || read_text(path, buf, sizeof(buf)) < 0) {
 		fail_clear();
 		return 0;
 	}

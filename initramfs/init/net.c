@@ -27,8 +27,7 @@ static int read_line(const char *fmt, const char *name, char *buf, size_t len)
 	char path[PATH_LEN];
 	int n;
 
-	text_fmt(path, sizeof(path), fmt, name);
-	if (read_text(path, buf, len) < 0)
+	if (path_fmt(path, sizeof(path), fmt, name) != 0 || read_text(path, buf, len) < 0)
 		return -1;
 	n = (int)strcspn(buf, "\n");
 	buf[n] = '\0';
@@ -143,8 +142,8 @@ static int try_if(const struct plan *p, struct boot *b, const struct net_if *f, 
 		rc = busybox(dhcp);
 		if (rc != 0)
 			return text_err(why, wlen, "no DHCP lease (udhcpc exit %d)", rc);
-		text_fmt(lease, sizeof(lease), LIVE_RUN "/net-%s", f->name);
-		if (read_text(lease, addr, sizeof(addr)) < 0) {
+		if (path_fmt(lease, sizeof(lease), LIVE_RUN "/net-%s", f->name) != 0 ||
+		    read_text(lease, addr, sizeof(addr)) < 0) {
 			fail_clear();
 			text_fmt(addr, sizeof(addr), "(address not recorded)");
 		}

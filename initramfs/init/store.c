@@ -126,7 +126,11 @@ static int store_beside_iso(const struct plan *p, const struct boot *b, enum per
 			return 1;
 		}
 	}
-	text_fmt(img, sizeof(img), "%.*s/" STORE_IMAGE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path);
+	if (path_fmt(img, sizeof(img), "%.*s/" STORE_IMAGE, slash ? (int)(slash - p->iso_path) : 0, p->iso_path) != 0) {
+		text_fmt(why, wlen, "%s: %s", fail_what(), strerror(fail_errno()));
+		fail_clear();
+		return 0;
+	}
 	if ((*loopfd = store_image_on(b->iso_host, img, true, s)) >= 0)
 		return 1;
 	text_fmt(why, wlen, "no partition labelled " STORE_LABEL " on /dev/%s and no %s beside the ISO file on %s",
