@@ -210,7 +210,36 @@ check stagger-differs test "$a" != "$b"
 fact stagger-stable "$a" env HOST=k7 bash -c "$(declare -f kiosk); w=$w K=$K kiosk offset 10min"
 fact no-stagger 0 kiosk offset 0
 
-# 8. The admin's screenshot server as the image has it (busybox httpd, the hash file kiosk.sh writes, the CGI
+# 8. The service's loop itself (kiosk fleet: restore, fetch every kiosk.poll=, metrics every tick): a new version
+# published while it runs is in use within a poll; the server gone, the one in use stays and the metrics say so.
+rm -rf "$w/run"
+sed 's/^version=2$/version=20/' "$w/conf.2" >"$w/conf"
+publish
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.poll=2s"
+KIOSK_TICK=1 kiosk fleet >"$w/loop.log" 2>&1 &
+loop=$!
+at_exit "kill $loop 2>/dev/null"
+until_metric() { # NAME VALUE: within 15 s
+	for _ in $(seq 30); do
+		grep -qx "liveunion_kiosk_$1 $2" "$w/textfile/liveunion-kiosk.prom" 2>/dev/null && return 0
+		sleep 0.5
+	done
+	sed 's/^/#   | /' "$w/loop.log" >&2
+	return 1
+}
+check loop-first-fetch until_metric config_version 20
+sed 's/^version=2$/version=21/; s/^zoom=1.5$/zoom=1.75/' "$w/conf.2" >"$w/conf"
+publish
+check loop-change-within-a-poll until_metric config_version 21
+fact loop-change-applied 1.75 kiosk get zoom
+mv "$w/www/kiosk.conf" "$w/www/kiosk.conf.away"
+check loop-server-gone-said until_metric config_fetch_ok 0
+fact loop-server-gone-kept 1.75 kiosk get zoom
+check loop-uptime-written until_metric uptime_seconds "$(cut -d. -f1 /proc/uptime | sed 's/.$/[0-9]/')"
+kill "$loop"
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
+
+# 9. The admin's screenshot server as the image has it (busybox httpd, the hash file kiosk.sh writes, the CGI
 # program), a fake grim (a PNG header and the Wayland socket it was given) and runuser (the user it ran as): no
 # token or a wrong one 401, the token the PNG; no Wayland socket 503, named.
 if ! command -v busybox >/dev/null; then
