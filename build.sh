@@ -4,9 +4,10 @@
 #   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
 #   ./build.sh usb [--persist-size SIZE] [--file [--exfat]] [-o IMAGE] [--device /dev/sdX]
 #                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
-#   ./build.sh netboot [--profile NAME] -o DIR
+#   ./build.sh netboot [--profile NAME] -o DIR [--uki] [--url URL[,URL...]]
 #                         build, then a tree for network boot: iPXE, the image's kernel, initramfs, layers and ISO
-#                         under a name that is the hash of their content (iso/netboot.sh; docs/netboot.md)
+#                         under a name that is the hash of their content (iso/netboot.sh; docs/netboot.md);
+#                         --uki (implied by ISO_UKI=1): a signed UKI for UEFI HTTP boot whose live.fetch= is --url
 #   ./build.sh serve DIR --interface IFACE [--dhcp-range A,B] [--boot fetch|nbd] ...
 #                         serve such a tree: dnsmasq (proxyDHCP, TFTP), nginx, nbd-server (iso/serve.sh --help)
 #   ./build.sh check [--iso FILE] [--profile NAME] [options] SCENARIO...
@@ -257,10 +258,15 @@ netboot)
 	while [ $# -gt 0 ]; do
 		case "$1" in
 		-o) nb_dir=${2:?-o needs a directory}; shift 2 ;;
-		*) die "netboot: unknown argument '$1' (usage: ./build.sh netboot [--profile NAME] -o DIR)" ;;
+		--uki) NETBOOT_UKI=1; shift ;;
+		--url) NETBOOT_URL=${2:?--url needs http://SERVER/}; shift 2 ;;
+		*) die "netboot: unknown argument '$1' (usage: ./build.sh netboot [--profile NAME] -o DIR [--uki] [--url URL[,URL...]])" ;;
 		esac
 	done
-	[ -n "$nb_dir" ] || die "usage: ./build.sh netboot [--profile NAME] -o DIR"
+	[ "$ISO_UKI" != 1 ] || NETBOOT_UKI=1
+	[ "$NETBOOT_UKI" != 1 ] || [ -n "$NETBOOT_URL" ] ||
+		die "netboot: a signed UKI (ISO_UKI=1 or --uki) needs --url http://SERVER/ (the served tree's base URL; several, comma-separated, for mirrors or caches): its signed command line says where the layers are"
+	[ -n "$nb_dir" ] || die "usage: ./build.sh netboot [--profile NAME] -o DIR [--uki] [--url URL[,URL...]]"
 	need_pkgs "${BUILD_PKGS[@]}" "${NETBOOT_PKGS[@]}"
 	run_stages
 	STAGE=netboot

@@ -10,7 +10,12 @@
 #     live/NN-name.squashfs|verity, live/MANIFEST the layers, their hash trees, "BYTES NAME" lines (live.fetch=)
 #     liveunion.iso                              the ISO itself, the export of nbd-server (live.nbd=)
 #     boot.ipxe                                  the iPXE script of this image (fetch or nbd, see serve)
+#     liveunion-HASH.efi                         with ISO_UKI=1 or --uki: a unified kernel image signed with our key
+#                                                (iso/sb.sh) whose command line carries live.fetch= and the root
+#                                                hashes, for UEFI HTTP boot under Secure Boot; HASH names its content
 #   current.ipxe                                 chains to the newest image; replaced in one rename
+#   current.efi                                  with a UKI: a symbolic link to the newest image's; replaced in one
+#                                                rename (the boot file URL serve gives UEFI HTTP boot clients)
 # A new build published into the same DIR leaves the old images where they are, so clients that booted them keep
 # reading them (with live.nbd=) or re-reading them (a retry of live.fetch=); remove old images/ID yourself once no
 # client runs them.
@@ -18,6 +23,12 @@
 NETBOOT_IPXE_DIR=${NETBOOT_IPXE_DIR:-/usr/lib/ipxe}
 # shellcheck disable=SC2034 # build.sh installs them
 NETBOOT_PKGS=(ipxe)
+
+# NETBOOT_UKI=1 (ISO_UKI=1 or --uki): add the signed UKI; NETBOOT_URL: the base URL(s) of the served tree, comma
+# separated (the server, its mirrors or caches), signed into the UKI's live.fetch=: no DHCP or iPXE script tells a
+# UKI where its layers are, and the firmware's boot URL does not reach the kernel.
+NETBOOT_UKI=${NETBOOT_UKI:-0} # build.sh: 1 with ISO_UKI=1
+NETBOOT_URL=${NETBOOT_URL:-}
 
 # netboot_write WORKDIR ISO DIR: WORKDIR is the ISO stage's (tree/, cmdline), ISO the built image.
 netboot_write() {
@@ -27,6 +38,13 @@ netboot_write() {
 		[ -f "$NETBOOT_IPXE_DIR/$f" ] || die "$NETBOOT_IPXE_DIR/$f missing (Debian package ipxe)"
 	done
 	cmdline=$(cat "$w/cmdline")
+	if [ "$NETBOOT_UKI" = 1 ]; then
+		[ -n "$NETBOOT_URL" ] ||
+			die "netboot: a signed UKI (ISO_UKI=1 or --uki) needs --url http://SERVER/ (the served tree's base URL; several, comma-separated, for mirrors or caches): its signed command line says where the layers are"
+		for f in ${NETBOOT_URL//,/ }; do
+			case "$f" in http://?*/) ;; *) die "netboot: --url '$f' is not http://HOST[:PORT]/[PATH/] (with its trailing /)" ;; esac
+		done
+	fi
 	# The image's name: the hash of everything a client reads, so the same build always gets the same name.
 	id=$( (cd "$w/tree" && sha256sum boot/bzImage boot/initramfs.img live/*) | { cat; printf '%s\n' "$cmdline"; } |
 		sha256sum | cut -c1-12)
@@ -53,15 +71,44 @@ netboot_write() {
 		chmod -R a+rX "$t"
 		mv "$t" "$img"
 	fi
+	[ "$NETBOOT_UKI" != 1 ] || netboot_uki "$w" "$img" "$id" "$cmdline" "$dir"
 	printf '#!ipxe\n# the newest image (./build.sh netboot, liveunion %s)\nchain images/%s/boot.ipxe\n' \
 		"$LIVEUNION_VERSION" "$id" >"$dir/current.ipxe.tmp"
 	mv "$dir/current.ipxe.tmp" "$dir/current.ipxe"
 	chmod a+rX "$dir" "$dir/tftp" "$dir/images" "$dir"/tftp/* "$dir/current.ipxe"
-	log "netboot tree $dir: image $id ($(du -sh "$img" | cut -f1)), current.ipxe points at it"
+	log "netboot tree $dir: image $id ($(du -sh "$img" | cut -f1)), current.ipxe${NETBOOT_UKI_FILE:+ and current.efi} point at it"
 	for f in "$dir"/images/*/; do
 		[ "$f" = "$img/" ] || log "  older image kept for clients still running it: $f"
 	done
 	log "serve it: ./build.sh serve $dir --interface IFACE"
+}
+
+# netboot_uki WORKDIR IMG ID CMDLINE DIR: IMG/liveunion-HASH.efi, the image's kernel, initramfs and command line
+# (with live.fetch= at NETBOOT_URL's images/ID/ and, as every signed line, live.panic unless ISO_UKI_RESCUE=1)
+# signed with our key as one UKI; DIR/current.efi links to it. A UKI of another key or URL is another file beside
+# it: the image's other files are never rewritten.
+NETBOOT_UKI_FILE=''
+netboot_uki() {
+	local w=$1 img=$2 id=$3 cmdline=$4 dir=$5 u urls='' t h
+	sb_fetch
+	sb_keys
+	for u in ${NETBOOT_URL//,/ }; do urls+="${urls:+,}${u}images/$id/"; done
+	t=$(mktemp -d "$dir/images/.uki.XXXXXX")
+	printf '%s%s live.fetch=%s\n' "$cmdline" "$([ "$ISO_UKI_RESCUE" = 1 ] || printf ' live.panic')" "$urls" >"$t/cmdline"
+	printf 'NAME="liveunion"\nID=liveunion\nVERSION_ID="%s"\nPRETTY_NAME="liveunion %s (network, image %s)"\n' \
+		"$LIVEUNION_VERSION" "$LIVEUNION_VERSION" "$id" >"$t/osrel"
+	sb_uki "$OUT/sb/root/$SB_STUB" "$w/tree/boot/bzImage" "$w/tree/boot/initramfs.img" "$t/cmdline" "$t/osrel" "$t/uki.efi"
+	h=$(sha256sum "$t/uki.efi" | cut -c1-12)
+	NETBOOT_UKI_FILE=liveunion-$h.efi
+	if [ -f "$img/$NETBOOT_UKI_FILE" ]; then
+		log "$img/$NETBOOT_UKI_FILE: this UKI is there already (same content)"
+	else
+		{ chmod a+r "$t/uki.efi" && mv "$t/uki.efi" "$img/$NETBOOT_UKI_FILE"; } || die "cannot write $img/$NETBOOT_UKI_FILE"
+	fi
+	rm -rf "$t"
+	{ ln -sfn "images/$id/$NETBOOT_UKI_FILE" "$dir/current.efi.tmp" && mv -T "$dir/current.efi.tmp" "$dir/current.efi"; } ||
+		die "cannot point $dir/current.efi at images/$id/$NETBOOT_UKI_FILE"
+	log "  signed UKI $img/$NETBOOT_UKI_FILE ($(sb_fingerprint | cut -c1-16)...), live.fetch=$urls"
 }
 
 # netboot_ipxe ID CMDLINE: the image's iPXE script. The server's start.ipxe (serve) sets liveunion-base (its HTTP

@@ -3,6 +3,8 @@
 #   dnsmasq      proxyDHCP (next to the site's DHCP server: it hands out no addresses) or, with --dhcp-range, a
 #                full DHCP server; TFTP for the iPXE binaries only; BIOS and UEFI PXE ROMs get the iPXE for their
 #                architecture, iPXE itself (DHCP user class "iPXE") gets http://ADDRESS/start.ipxe instead
+#                UEFI HTTP boot clients (DHCP vendor class "HTTPClient") get http://ADDRESS/current.efi, the signed
+#                UKI of ./build.sh netboot --uki, when the tree has one (as a DHCP server: proxyDHCP answers PXE only)
 #   nginx        HTTP for everything else (kernel, initramfs, layers: range requests, so a client resumes)
 #   nbd-server   every image's ISO as export liveunion-ID, read-only (live.nbd=)
 # The generated config files are printed, and kept in a directory named at the start. Ctrl-C stops all of them;
@@ -134,9 +136,18 @@ if has pxe; then
 		if [ -n "$range" ]; then
 			printf '# clients that read only the DHCP boot file (no PXE menu support)\n'
 			printf 'dhcp-match=set:efi64,option:client-arch,7\ndhcp-match=set:efi64,option:client-arch,9\n'
+			printf '# UEFI HTTP boot (the firmware itself over HTTP, no iPXE): it asks as vendor class HTTPClient and\n'
+			printf '# takes the boot file as a URL only from an answer that names HTTPClient as its vendor class too\n'
+			printf 'dhcp-vendorclass=set:http,HTTPClient\n'
+			if [ -L "$dir/current.efi" ] || [ -f "$dir/current.efi" ]; then
+				printf 'dhcp-option-force=tag:http,60,HTTPClient\n'
+				printf 'dhcp-boot=tag:http,%scurrent.efi\n' "$http"
+			else
+				printf '# (no current.efi in %s: make one with ./build.sh netboot --uki; until then no boot file)\n' "$dir"
+			fi
 			printf 'dhcp-boot=tag:ipxe,%sstart.ipxe\n' "$http"
-			printf 'dhcp-boot=tag:!ipxe,tag:efi64,snponly.efi\n'
-			printf 'dhcp-boot=tag:!ipxe,tag:!efi64,undionly.kpxe\n'
+			printf 'dhcp-boot=tag:!ipxe,tag:!http,tag:efi64,snponly.efi\n'
+			printf 'dhcp-boot=tag:!ipxe,tag:!http,tag:!efi64,undionly.kpxe\n'
 		fi
 	} >"$conf/dnsmasq.conf"
 fi
@@ -152,7 +163,7 @@ pid $conf/nginx.pid;
 error_log stderr warn;
 events { worker_connections 1024; }
 http {
-	types { text/plain ipxe; application/octet-stream squashfs verity iso efi kpxe; }
+	types { text/plain ipxe; application/efi efi; application/octet-stream squashfs verity iso kpxe; }
 	default_type application/octet-stream;
 	access_log $conf/access.log;
 	client_body_temp_path $conf/nginx-tmp/body;
@@ -166,7 +177,12 @@ http {
 		listen $addr:$http_port;
 		root $dir;
 		limit_rate $rate;
-		location = /start.ipxe { alias $conf/start.ipxe; }
+		location = /start.ipxe { alias $conf/start.ipxe; add_header Cache-Control no-cache; }
+		# what an image directory holds never changes (its name is the hash of its content): caches keep it
+		location /images/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
+		# the pointers at the newest image change with each publication
+		location = /current.ipxe { add_header Cache-Control no-cache; }
+		location = /current.efi { add_header Cache-Control no-cache; }
 	}
 }
 EOF
