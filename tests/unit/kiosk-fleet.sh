@@ -46,9 +46,10 @@ chmod +x "$w/bin/systemctl"
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
 kiosk() { # ARGS: the kiosk script as this test's kiosk (host k7, one matching and one foreign MAC address)
 	printf '%s\n' "$CMDLINE" >"$w/cmdline"
-	PATH=$w/bin:$PATH KIOSK_CMDLINE=$w/cmdline KIOSK_CONF=$w/kiosk.conf KIOSK_RUN=$w/run KIOSK_PUBKEY=$w/admin.pem \
-		KIOSK_TEXTFILE=$w/textfile KIOSK_POLICY_DIR=$w/policy KIOSK_HOSTNAME=${HOST:-k7} \
-		KIOSK_MACS="${MACS:-52:54:00:AA:BB:CC 02:00:00:00:00:01}" "$K" "$@"
+	# (env execs the script: started with &, $! is the script's own PID)
+	env PATH="$w/bin:$PATH" KIOSK_CMDLINE="$w/cmdline" KIOSK_CONF="$w/kiosk.conf" KIOSK_RUN="$w/run" \
+		KIOSK_PUBKEY="$w/admin.pem" KIOSK_TEXTFILE="$w/textfile" KIOSK_POLICY_DIR="$w/policy" \
+		KIOSK_HOSTNAME="${HOST:-k7}" KIOSK_MACS="${MACS:-52:54:00:AA:BB:CC 02:00:00:00:00:01}" "$K" "$@"
 }
 fetch() { kiosk fleet-once >"$w/log" 2>&1; }
 said() { grep -Eq -- "$1" "$w/log" || { sed 's/^/#   | /' "$w/log" >&2; return 1; }; }
@@ -216,8 +217,11 @@ rm -rf "$w/run"
 sed 's/^version=2$/version=20/' "$w/conf.2" >"$w/conf"
 publish
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.poll=2s"
-KIOSK_TICK=1 kiosk fleet >"$w/loop.log" 2>&1 &
-loop=$!
+printf '%s\n' "$CMDLINE" >"$w/cmdline"
+env PATH="$w/bin:$PATH" KIOSK_CMDLINE="$w/cmdline" KIOSK_CONF="$w/kiosk.conf" KIOSK_RUN="$w/run" KIOSK_PUBKEY="$w/admin.pem" \
+	KIOSK_TEXTFILE="$w/textfile" KIOSK_POLICY_DIR="$w/policy" KIOSK_HOSTNAME=k7 KIOSK_MACS=52:54:00:AA:BB:CC KIOSK_TICK=1 \
+	"$K" fleet >"$w/loop.log" 2>&1 &
+loop=$! # the script itself (env execs it), not a subshell that would leave it running
 at_exit "kill $loop 2>/dev/null"
 until_metric() { # NAME VALUE: within 15 s
 	for _ in $(seq 30); do
