@@ -1,4 +1,6 @@
-#include "medium.h"
+/* The ISO9660 reader: a medium's identity (label and UUID from its primary volume descriptor) and matching it
+ * against live.medium=. Pure: no device opened here (discover.c reads the bytes). */
+#include "iso9660.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-#ifndef LIVE_MEDIUM_H
-#define LIVE_MEDIUM_H
+#ifndef LIVE_ISO9660_H
+#define LIVE_ISO9660_H
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -4,7 +4,7 @@
 #include <stddef.h>
 
 #include "cmdline.h"
-#include "medium.h"
+#include "iso9660.h"
 #include "meta.h"
 #include "netcfg.h"
 #include "pathlist.h"

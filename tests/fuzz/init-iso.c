@@ -1,11 +1,11 @@
-/* init-iso.c - libFuzzer target for the init's ISO9660 identity reader (initramfs/init/medium.c): a live.medium=
+/* init-iso.c - libFuzzer target for the init's ISO9660 identity reader (initramfs/init/iso9660.c): a live.medium=
  * value up to the first NUL byte, then the bytes read at PVD_OFFSET, parsed and matched against each other. */
 #include <ctype.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "medium.h"
+#include "iso9660.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

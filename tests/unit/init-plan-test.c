@@ -1,10 +1,10 @@
-/* Unit tests: medium matching (medium.c), command line + facts -> plan (plan.c), choosing layers (layers.c), persistent paths (paths.c). */
+/* Unit tests: medium matching (iso9660.c), command line + facts -> plan (plan.c), choosing layers (layers.c), persistent paths (paths.c). */
 #include <stdlib.h>
 
 #include "cmdline.h"
 #include "init-test.h"
 #include "layers.h"
-#include "medium.h"
+#include "iso9660.h"
 #include "paths.h"
 #include "plan.h"
 
