@@ -185,13 +185,70 @@ static void drop_watches(struct lu_node *out)
 	out->nwatch = 0;
 }
 
+/* Where the lookup of one name is: the name (cur) in the parent's next directory (ci), or, after an absolute
+ * redirect, the path abs in the layers from next_layer down (stop: no layer below can hold it); rel, the path
+ * last probed. */
+struct walk {
+	char cur[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
+	int ci, next_layer, absolute, stop;
+};
+
+/* Probe the next place the name may be: 0 with *layer and h filled, 1 when there is none left, or -errno. */
+static int probe_next(struct lu_union *u, const struct lu_node *p, struct walk *w, struct hit *h, int *layer)
+{
+	int r, xwh;
+
+	if (!w->absolute) {
+		if (w->ci >= p->ndirs)
+			return 1;
+		*layer = p->dirs[w->ci].layer;
+		xwh = p->dirs[w->ci].xwh;
+		if ((r = join(w->rel, sizeof w->rel, p->dirs[w->ci].rel, w->cur)) < 0)
+			return r;
+		w->ci++;
+		r = probe(u, *layer, w->rel, xwh, u->follow && *layer + 1 < u->n, h);
+	} else {
+		if (w->next_layer >= u->n)
+			return 1;
+		*layer = w->next_layer++;
+		r = probe_abs(u, *layer, w->abs, sizeof w->abs, u->follow && *layer + 1 < u->n, h, w->rel,
+			      sizeof w->rel, &w->stop);
+	}
+	return r < 0 ? r : 0;
+}
+
+/* A directory's redirect taken: an absolute one goes on below this layer at its target; a relative one renames
+ * the last component (of abs when following an absolute one, else cur). 0 or -ENAMETOOLONG. */
+static int follow_redirect(struct walk *w, const struct hit *h, int layer)
+{
+	if (h->redirect == 1) {
+		w->stop = 0;
+		w->absolute = 1;
+		w->next_layer = layer + 1;
+		strcpy(w->abs, h->target);
+	} else if (h->redirect == 0) {
+		if (w->absolute) {
+			char *slash = strrchr(w->abs, '/');
+			size_t keep = slash ? (size_t)(slash - w->abs) : 0;
+			if (keep + 1 + strlen(h->target) >= sizeof w->abs)
+				return -ENAMETOOLONG;
+			w->abs[keep] = '/';
+			strcpy(w->abs + keep + 1, h->target);
+		} else {
+			strcpy(w->cur, h->target);
+		}
+	}
+	return 0;
+}
+
 /* NAME inside the merged directory P. */
 int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *name, struct lu_node *out)
 {
-	char cur[PATH_MAX], abs[PATH_MAX], rel[PATH_MAX];
-	int ci = 0, next_layer = 0, absolute = 0, found = 0, stop = 0, r, layer, xwh;
+	struct walk w;
+	int found = 0, r, layer = 0;
 	struct hit *h = malloc(sizeof *h);
 
+	w.ci = w.next_layer = w.absolute = w.stop = 0;
 	memset(out, 0, sizeof *out);
 	if (!h)
 		return -ENOMEM;
@@ -199,35 +256,21 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 		r = -ENOTDIR;
 		goto done;
 	}
-	if (strlen(name) >= sizeof cur) {
+	if (strlen(name) >= sizeof w.cur) {
 		r = -ENAMETOOLONG;
 		goto done;
 	}
-	strcpy(cur, name);
+	strcpy(w.cur, name);
 	for (;;) {
-		if (!absolute) {
-			if (ci >= p->ndirs)
-				break;
-			layer = p->dirs[ci].layer;
-			xwh = p->dirs[ci].xwh;
-			if ((r = join(rel, sizeof rel, p->dirs[ci].rel, cur)) < 0)
-				goto done;
-			ci++;
-			r = probe(u, layer, rel, xwh, u->follow && layer + 1 < u->n, h);
-		} else {
-			if (next_layer >= u->n)
-				break;
-			layer = next_layer++;
-			r = probe_abs(u, layer, abs, sizeof abs, u->follow && layer + 1 < u->n, h, rel, sizeof rel,
-				      &stop);
-		}
-		if (r < 0)
+		if ((r = probe_next(u, p, &w, h, &layer)) < 0)
 			goto done;
+		if (r == 1)
+			break;
 		/* every layer looked at that does not merge in is a place to watch */
-		if (h->kind != HIT_DIR && (r = add_watch(out, layer, rel)) < 0)
+		if (h->kind != HIT_DIR && (r = add_watch(out, layer, w.rel)) < 0)
 			goto done;
 		if (h->kind == HIT_NONE) {
-			if (stop)
+			if (w.stop)
 				break;
 			continue;
 		}
@@ -237,7 +280,7 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 		if (!found) {
 			out->st = h->st;
 			out->layer = layer;
-			if (!(out->rel = strdup(rel))) {
+			if (!(out->rel = strdup(w.rel))) {
 				r = -ENOMEM;
 				goto done;
 			}
@@ -245,32 +288,15 @@ int lu_lookup_child(struct lu_union *u, const struct lu_node *p, const char *nam
 		}
 		if (h->kind == HIT_NONDIR)
 			break; /* a non-directory ends the search, and hides any below */
-		if ((r = add_contrib(out, layer, rel, h->opaque == LU_OPAQUE_X)) < 0)
+		if ((r = add_contrib(out, layer, w.rel, h->opaque == LU_OPAQUE_X)) < 0)
 			goto done;
 		if (h->opaque == LU_OPAQUE_Y) {
 			out->opaque = 1;
 			break;
 		}
-		if (h->redirect == 1) {
-			stop = 0;
-			absolute = 1;
-			next_layer = layer + 1;
-			strcpy(abs, h->target);
-		} else if (h->redirect == 0) {
-			if (absolute) {
-				char *slash = strrchr(abs, '/');
-				size_t keep = slash ? (size_t)(slash - abs) : 0;
-				if (keep + 1 + strlen(h->target) >= sizeof abs) {
-					r = -ENAMETOOLONG;
-					goto done;
-				}
-				abs[keep] = '/';
-				strcpy(abs + keep + 1, h->target);
-			} else {
-				strcpy(cur, h->target);
-			}
-		}
-		if (stop)
+		if ((r = follow_redirect(&w, h, layer)) < 0)
+			goto done;
+		if (w.stop)
 			break;
 	}
 	r = found ? 0 : -ENOENT;
