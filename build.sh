@@ -4,6 +4,9 @@
 #   ./build.sh test       build, then run every test (host unit tests and qemu scenarios)
 #   ./build.sh usb [--persist-size SIZE] [--file [--exfat]] [-o IMAGE] [--device /dev/sdX]
 #                         build, then a USB stick image: the ISO + a persistence partition (iso/mkusb.sh)
+#   ./build.sh usb --slots [--persist-size SIZE] [-o IMAGE]    an A/B stick: two system slots and a store (iso/slots.sh)
+#   ./build.sh usb --update STICK [--iso NEW] [--tries N] | --rollback STICK | --status STICK
+#                         update an A/B stick (image or device) in place: its inactive slot, then the switch
 #   ./build.sh netboot [--profile NAME] -o DIR [--uki] [--url URL[,URL...]]
 #                         build, then a tree for network boot: iPXE, the image's kernel, initramfs, layers and ISO
 #                         under a name that is the hash of their content (iso/netboot.sh; docs/netboot.md);
