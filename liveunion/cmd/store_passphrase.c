@@ -50,13 +50,90 @@ static int recovery_key(char *out, size_t len)
 #define KDF_ARGS \
 	"--pbkdf", "argon2id", "--pbkdf-memory", "65536", "--pbkdf-force-iterations", "4", "--pbkdf-parallel", "1"
 
+/* cryptsetup luksChangeKey on dev: the current passphrase from key_file or asked, the new one from new_key_file
+ * or asked. 0, or 1 said. */
+static int change_key(const char *dev, const char *key_file, const char *new_key_file)
+{
+	const char *cmd[24] = {"cryptsetup", "luksChangeKey", KDF_ARGS};
+	int n = 10, r;
+
+	if (key_file) {
+		cmd[n++] = "--key-file";
+		cmd[n++] = key_file;
+	}
+	cmd[n++] = dev;
+	if (new_key_file)
+		cmd[n++] = new_key_file;
+	cmd[n] = NULL;
+	printf("passphrase: changing the passphrase of %s (LUKS2) with cryptsetup luksChangeKey\n", dev);
+	r = store_run(cmd, -1);
+	if (r != 0) {
+		fprintf(stderr,
+			PROG " store passphrase: cryptsetup luksChangeKey %s failed (exit %d): the passphrase "
+			     "is unchanged\n",
+			dev, r);
+		return 1;
+	}
+	printf("passphrase: changed; the old one no longer opens %s\n", dev);
+	return 0;
+}
+
+/* A recovery key made, added to dev in a key slot of its own (cryptsetup luksAddKey; the current passphrase from
+ * key_file or asked) and printed once. 0, or 1 said. */
+static int add_recovery_key(const char *dev, const char *key_file)
+{
+	/* the new key reaches cryptsetup through a pipe, by its /proc/self/fd name: never in a file, never on argv */
+	char key[80], newkey[32];
+	const char *cmd[24] = {"cryptsetup", "luksAddKey", KDF_ARGS};
+	int n = 10, r, p[2];
+	size_t kl;
+
+	if (recovery_key(key, sizeof key) != 0)
+		return 1;
+	if (pipe(p) != 0) {
+		fprintf(stderr, PROG " store passphrase: pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	kl = strlen(key);
+	if (write(p[1], key, kl) != (ssize_t)kl || close(p[1]) != 0) {
+		fprintf(stderr, PROG " store passphrase: pipe: %s\n", strerror(errno));
+		close(p[0]);
+		return 1;
+	}
+	pfmt(newkey, sizeof newkey, "/proc/self/fd/%d", p[0]); /* a live root may lack /dev/fd */
+	if (key_file) {
+		cmd[n++] = "--key-file";
+		cmd[n++] = key_file;
+	}
+	cmd[n++] = dev;
+	cmd[n++] = newkey;
+	cmd[n] = NULL;
+	printf("passphrase: adding a recovery key to %s (LUKS2) with cryptsetup luksAddKey; "
+	       "the current passphrase opens the way\n",
+	       dev);
+	r = store_run(cmd, -1);
+	close(p[0]);
+	if (r != 0) {
+		memset(key, 0, sizeof key);
+		fprintf(stderr, PROG " store passphrase: cryptsetup luksAddKey %s failed (exit %d): no key was added\n",
+			dev, r);
+		return 1;
+	}
+	printf("recovery key: %s\n"
+	       "Write it down and keep it away from the stick: typed at the boot prompt (with the dashes), it opens "
+	       "the store as the passphrase does. It is not stored anywhere else.\n",
+	       key);
+	memset(key, 0, sizeof key);
+	return 0;
+}
+
 int store_passphrase(int argc, char **argv)
 {
 	static const char *const opts[] = {"--recovery-key", "--key-file=", "--new-key-file=", NULL};
 	const char *vals[3] = {NULL, NULL, NULL}, *dir, *pos[1];
-	char dev[STORE_NAME_LEN + 8], key[80];
+	char dev[STORE_NAME_LEN + 8];
 	struct store_info st;
-	int r = store_args("passphrase", argc, argv, opts, vals, &dir, pos, 0), p[2];
+	int r = store_args("passphrase", argc, argv, opts, vals, &dir, pos, 0);
 
 	if (r) {
 		printf("usage: " PROG
@@ -84,72 +161,5 @@ int store_passphrase(int argc, char **argv)
 		return 2;
 	}
 	pfmt(dev, sizeof dev, "/dev/%s", st.under);
-	if (!vals[0]) {
-		const char *cmd[24] = {"cryptsetup", "luksChangeKey", KDF_ARGS};
-		int n = 10;
-
-		if (vals[1]) {
-			cmd[n++] = "--key-file";
-			cmd[n++] = vals[1];
-		}
-		cmd[n++] = dev;
-		if (vals[2])
-			cmd[n++] = vals[2];
-		cmd[n] = NULL;
-		printf("passphrase: changing the passphrase of %s (LUKS2) with cryptsetup luksChangeKey\n", dev);
-		r = store_run(cmd, -1);
-		if (r != 0) {
-			fprintf(stderr,
-				PROG " store passphrase: cryptsetup luksChangeKey %s failed (exit %d): the passphrase "
-				     "is unchanged\n",
-				dev, r);
-			return 1;
-		}
-		printf("passphrase: changed; the old one no longer opens %s\n", dev);
-		return 0;
-	}
-	if (recovery_key(key, sizeof key) != 0)
-		return 1;
-	if (pipe(p) != 0) {
-		fprintf(stderr, PROG " store passphrase: pipe: %s\n", strerror(errno));
-		return 1;
-	}
-	{
-		/* the new key reaches cryptsetup through a pipe, by its /proc/self/fd name: never in a file, never on argv */
-		char newkey[32];
-		const char *cmd[24] = {"cryptsetup", "luksAddKey", KDF_ARGS};
-		int n = 10;
-		size_t kl = strlen(key);
-
-		if (write(p[1], key, kl) != (ssize_t)kl || close(p[1]) != 0) {
-			fprintf(stderr, PROG " store passphrase: pipe: %s\n", strerror(errno));
-			close(p[0]);
-			return 1;
-		}
-		pfmt(newkey, sizeof newkey, "/proc/self/fd/%d", p[0]); /* a live root may lack /dev/fd */
-		if (vals[1]) {
-			cmd[n++] = "--key-file";
-			cmd[n++] = vals[1];
-		}
-		cmd[n++] = dev;
-		cmd[n++] = newkey;
-		cmd[n] = NULL;
-		printf("passphrase: adding a recovery key to %s (LUKS2) with cryptsetup luksAddKey; "
-		       "the current passphrase opens the way\n",
-		       dev);
-		r = store_run(cmd, -1);
-		close(p[0]);
-	}
-	if (r != 0) {
-		memset(key, 0, sizeof key);
-		fprintf(stderr, PROG " store passphrase: cryptsetup luksAddKey %s failed (exit %d): no key was added\n",
-			dev, r);
-		return 1;
-	}
-	printf("recovery key: %s\n"
-	       "Write it down and keep it away from the stick: typed at the boot prompt (with the dashes), it opens "
-	       "the store as the passphrase does. It is not stored anywhere else.\n",
-	       key);
-	memset(key, 0, sizeof key);
-	return 0;
+	return vals[0] ? add_recovery_key(dev, vals[1]) : change_key(dev, vals[1], vals[2]);
 }
