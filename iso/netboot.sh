@@ -13,6 +13,12 @@
 #     liveunion-HASH.efi                         with ISO_UKI=1 or --uki: a unified kernel image signed with our key
 #                                                (iso/sb.sh) whose command line carries live.fetch= and the root
 #                                                hashes, for UEFI HTTP boot under Secure Boot; HASH names its content
+#     layers.map                                 "NAME layers/KEY/NAME" for each file of live/: where serve's nginx
+#                                                redirects it to
+#   layers/KEY/NN-name.squashfs|verity           the same files (hard links) under a name that is their layer's
+#                                                content: KEY is its dm-verity root hash (live.verify=), or the
+#                                                file's SHA-256 when the image has no root hashes; so a layer that
+#                                                two images share has one URL, which caches keep for ever
 #   current.ipxe                                 chains to the newest image; replaced in one rename
 #   current.efi                                  with a UKI: a symbolic link to the newest image's; replaced in one
 #                                                rename (the boot file URL serve gives UEFI HTTP boot clients)
@@ -71,6 +77,7 @@ netboot_write() {
 		chmod -R a+rX "$t"
 		mv "$t" "$img"
 	fi
+	netboot_layers "$img" "$cmdline" "$dir"
 	[ "$NETBOOT_UKI" != 1 ] || netboot_uki "$w" "$img" "$id" "$cmdline" "$dir"
 	printf '#!ipxe\n# the newest image (./build.sh netboot, liveunion %s)\nchain images/%s/boot.ipxe\n' \
 		"$LIVEUNION_VERSION" "$id" >"$dir/current.ipxe.tmp"
@@ -81,6 +88,31 @@ netboot_write() {
 		[ "$f" = "$img/" ] || log "  older image kept for clients still running it: $f"
 	done
 	log "serve it: ./build.sh serve $dir --interface IFACE"
+}
+
+# netboot_layers IMG CMDLINE DIR: DIR/layers/KEY/ holds IMG's layer files under their content's name, and
+# IMG/layers.map says which is which (serve redirects an image's live/NAME there; the init follows). The key of a
+# layer is its root hash from CMDLINE's live.verify=, else its squashfs file's SHA-256; its .verity goes with it.
+netboot_layers() {
+	local img=$1 cmdline=$2 dir=$3 verify='' f g stem key map=''
+	case " $cmdline " in *" live.verify="*) verify=${cmdline##*live.verify=} && verify=${verify%% *} ;; esac
+	for f in "$img"/live/*.squashfs; do
+		[ -e "$f" ] || continue
+		stem=$(basename "$f" .squashfs)
+		key=$(printf '%s\n' "${verify//,/$'\n'}" | sed -n "s/^$stem:\([0-9a-f]\{64\}\)\$/\1/p")
+		[ -n "$key" ] || key=$(sha256sum "$f" | cut -c1-64)
+		mkdir -p "$dir/layers/$key"
+		for g in "$img/live/$stem.squashfs" "$img/live/$stem.verity"; do
+			[ -e "$g" ] || continue
+			[ -e "$dir/layers/$key/${g##*/}" ] || ln "$g" "$dir/layers/$key/${g##*/}" 2>/dev/null ||
+				cp -p "$g" "$dir/layers/$key/${g##*/}" || die "cannot write $dir/layers/$key/${g##*/}"
+			cmp -s "$g" "$dir/layers/$key/${g##*/}" ||
+				die "$dir/layers/$key/${g##*/} differs from $g: the same content key for other bytes (a .verity made with another salt or UUID?)"
+			map+="${g##*/} layers/$key/${g##*/}"$'\n'
+		done
+	done
+	{ printf '%s' "$map" >"$img/layers.map.tmp" && mv "$img/layers.map.tmp" "$img/layers.map"; } || die "cannot write $img/layers.map"
+	chmod -R a+rX "$dir/layers" "$img/layers.map"
 }
 
 # netboot_uki WORKDIR IMG ID CMDLINE DIR: IMG/liveunion-HASH.efi, the image's kernel, initramfs and command line

@@ -152,7 +152,21 @@ if has pxe; then
 	} >"$conf/dnsmasq.conf"
 fi
 
+# redirects: nginx locations sending each image's live/NAME to its layer's content name (netboot's layers.map).
+redirects() {
+	local m id name to
+	for m in "$dir"/images/*/layers.map; do
+		[ -f "$m" ] || continue
+		id=$(basename "$(dirname "$m")")
+		while read -r name to; do
+			case "$name/$to" in *[!A-Za-z0-9._/-]*) die "$m: '$name $to' is not NAME layers/KEY/NAME" ;; esac
+			printf '\t\tlocation = /images/%s/live/%s { add_header Cache-Control "public, max-age=31536000, immutable"; return 301 /%s; }\n' "$id" "$name" "$to"
+		done <"$m"
+	done
+}
+
 if has http; then
+	redirects >/dev/null # a bad layers.map stops serve here, named
 	mkdir -p "$conf/nginx-tmp"
 	cat >"$conf/nginx.conf" <<EOF
 # liveunion serve: nginx on $addr:$http_port serving $dir (range requests are on for static files)
@@ -178,8 +192,14 @@ http {
 		root $dir;
 		limit_rate $rate;
 		location = /start.ipxe { alias $conf/start.ipxe; add_header Cache-Control no-cache; }
-		# what an image directory holds never changes (its name is the hash of its content): caches keep it
+		# what an image directory holds never changes (its name is the hash of its content): caches keep it;
+		# so do they the layers' own content names (layers/KEY/, netboot's layers.map), which an image's layer
+		# files redirect to: a layer two images share is fetched and cached once. Relative redirects, so that a
+		# client that came through a cache goes on through it.
+		absolute_redirect off;
 		location /images/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
+		location /layers/ { add_header Cache-Control "public, max-age=31536000, immutable"; }
+$(redirects)
 		# the pointers at the newest image change with each publication
 		location = /current.ipxe { add_header Cache-Control no-cache; }
 		location = /current.efi { add_header Cache-Control no-cache; }

@@ -33,6 +33,13 @@ require uki-cmdline objcopy -O binary --only-section=.cmdline "$NB/$UKI" "$W/cmd
 LINE=$(tr -d '\n' <"$W/cmdline")
 check uki-cmdline-is-the-images-with-fetch test "$LINE" = "$(cat "$IMG/cmdline") live.panic live.fetch=${CACHE}images/$ID/"
 check uki-cmdline-has-root-hashes grep -qE 'live\.verify=10-base:[0-9a-f]{64}' "$W/cmdline"
+# the layer's files also under its content's name, the root hash: the same inode, and the map serve redirects by
+ROOT=$(sed -n 's/.*live\.verify=10-base:\([0-9a-f]\{64\}\).*/\1/p' "$W/cmdline")
+LAYER=layers/$ROOT/10-base.squashfs
+check layer-under-root-hash test "$NB/$LAYER" -ef "$IMG/live/10-base.squashfs"
+check verity-under-root-hash test "$NB/layers/$ROOT/10-base.verity" -ef "$IMG/live/10-base.verity"
+check layers-map-names-them output_is "10-base.squashfs $LAYER
+10-base.verity layers/$ROOT/10-base.verity" cat "$IMG/layers.map"
 # the lab's key: the same UKI, its signature replaced
 require lab-key openssl pkey -in /usr/share/ovmf/PkKek-1-snakeoil.key -passin pass:snakeoil -out "$LAB_KEY"
 require resigned sh -c "cp '$NB/$UKI' '$W/unsigned.efi' && sbattach --remove '$W/unsigned.efi' >/dev/null &&
@@ -83,6 +90,8 @@ CACHE_PID=''
 at_exit cache_stop
 require cache-starts cache_start
 check image-files-immutable lab_ns sh -c "curl -sfI http://$LAB_ADDR/images/$ID/live/MANIFEST | grep -qi '^Cache-Control: public, max-age=31536000, immutable'"
+check layer-url-redirects-to-content-name lab_ns sh -c "curl -sI http://$LAB_ADDR/images/$ID/live/10-base.squashfs | tr -d '\\r' | grep -qx 'Location: /$LAYER'"
+check content-name-immutable lab_ns sh -c "curl -sfI http://$LAB_ADDR/$LAYER | grep -qi '^Cache-Control: public, max-age=31536000, immutable'"
 check current-efi-not-cached lab_ns sh -c "curl -sfI http://$LAB_ADDR/current.efi | grep -qi '^Cache-Control: no-cache'"
 check current-efi-is-efi lab_ns sh -c "curl -sfI http://$LAB_ADDR/current.efi | grep -qi '^Content-Type: application/efi'"
 
@@ -116,9 +125,10 @@ check http-every-layer-verified vm_run 'grep -x "verify.result=every layer throu
 check http-every-block-read vm_run 'grep "^check.result=passed: 1 layer" /run/live/plan'
 vm_stop
 check firmware-got-uki-from-server grep -qE '"GET /current\.efi HTTP/1\.1" 200 .*UefiHttpBoot' "$ACCESS"
-check layer-through-cache grep -qE '^10\.77\.0\.1[0-9][0-9] .*"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 200 ' "$W/cache/access.log"
-check server-sent-layer-to-cache grep -qE '^10\.77\.0\.1 .*"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.[01]" 200 ' "$ACCESS"
-check cache-keeps-layer lab_ns sh -c "curl -sfI ${CACHE}images/$ID/live/10-base.squashfs | grep -qi '^X-Cache-Status: HIT'"
+check client-redirected-through-cache grep -qE '^10\.77\.0\.1[0-9][0-9] .*"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 301 ' "$W/cache/access.log"
+check layer-through-cache grep -qE '^10\.77\.0\.1[0-9][0-9] .*"GET /'"$LAYER"' HTTP/1\.1" 200 ' "$W/cache/access.log"
+check server-sent-layer-to-cache grep -qE '^10\.77\.0\.1 .*"GET /'"$LAYER"' HTTP/1\.[01]" 200 ' "$ACCESS"
+check cache-keeps-layer lab_ns sh -c "curl -sfI $CACHE$LAYER | grep -qi '^X-Cache-Status: HIT'"
 
 # ---- 2. the UKI changed on the server (one digit of a root hash in its signed command line): refused
 other_digit() {
@@ -144,13 +154,13 @@ lab_serve_stop
 mkdir -p "$W/rogue/www" && chmod -R 755 "$W/rogue"
 require rogue-file cp "$W/unsigned.efi" "$W/rogue/www/rogue.efi"
 check rogue-file-unsigned sh -c "sbverify --list '$W/rogue/www/rogue.efi' 2>&1 | grep -q 'No signature table present'"
-lab_ns dnsmasq --keep-in-foreground --port=0 --interface=lab0 --bind-interfaces --log-dhcp --log-facility="$W/rogue/log" \
+ip netns exec "$LAB_NS" dnsmasq --keep-in-foreground --port=0 --interface=lab0 --bind-interfaces --log-dhcp --log-facility="$W/rogue/log" \
 	--dhcp-leasefile="$W/rogue/leases" --pid-file="$W/rogue/pid" --dhcp-range=10.77.0.151,10.77.0.160,255.255.255.0,1h \
 	--dhcp-vendorclass=set:http,HTTPClient --dhcp-option-force=tag:http,60,HTTPClient \
 	--dhcp-boot="tag:http,http://$LAB_ADDR:8081/rogue.efi" &
 ROGUE_DHCP=$!
 at_exit "kill $ROGUE_DHCP 2>/dev/null"
-lab_ns python3 -m http.server --bind "$LAB_ADDR" --directory "$W/rogue/www" 8081 >"$W/rogue/http.log" 2>&1 &
+ip netns exec "$LAB_NS" python3 -m http.server --bind "$LAB_ADDR" --directory "$W/rogue/www" 8081 >"$W/rogue/http.log" 2>&1 &
 ROGUE_HTTP=$!
 at_exit "kill $ROGUE_HTTP 2>/dev/null"
 require rogue-client-starts http_client nbhttp-rogue 52:54:00:77:01:33
@@ -160,6 +170,7 @@ check rogue-file-was-fetched grep -q 'GET /rogue.efi' "$W/rogue/http.log"
 vm_stop
 kill "$ROGUE_DHCP" "$ROGUE_HTTP" 2>/dev/null
 wait "$ROGUE_DHCP" "$ROGUE_HTTP" 2>/dev/null
+check rogue-servers-gone fails pgrep -f "$W/rogue"
 
 # ---- 4. files changed behind the cache (the server's tree, the cache emptied): the signed line's init refuses
 # them naming what, and panics (live.panic). The kernel, initramfs and line are the UKI's, started directly: what

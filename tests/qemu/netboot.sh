@@ -190,7 +190,7 @@ check resume-client-notices vm_wait 'live\.fetch: http://.*again in [0-9]+ s' 60
 sleep 10
 require serve-back lab_serve "$NB" --services http
 require resume-client-login vm_login
-check resume-continued-with-range grep -qE '"GET /images/'"$ID"'/live/10-base\.squashfs HTTP/1\.1" 206 ' "$(lab_access_log)"
+check resume-continued-with-range grep -qE '"GET /layers/[0-9a-f]{64}/10-base\.squashfs HTTP/1\.1" 206 ' "$(lab_access_log)"
 check resume-verified vm_run 'grep -x "check.result=passed: 1 layer(s) read in full" /run/live/plan'
 vm_stop
 
