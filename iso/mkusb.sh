@@ -3,6 +3,7 @@
 # MBR partition for persistence. Run by `./build.sh usb`, or directly:
 #   iso/mkusb.sh [--iso ISO] [-o IMAGE] [--persist-size SIZE] [--file [--exfat]]
 #                [--encrypt [--passphrase-file FILE]] [--device /dev/sdX]
+#   iso/mkusb.sh --slots | --update STICK [--iso NEW] | --rollback STICK | --status STICK   (iso/slots.sh: A/B sticks)
 # Default: an ext4 partition labelled liveunion-rw. --file: a FAT32 (or exFAT) data partition
 # holding liveunion-rw.img, an ext4 image file. --encrypt: the store (partition or image file) is a LUKS2
 # container labelled liveunion-rw with the ext4 inside; the passphrase is asked twice on the terminal, or is the
@@ -17,6 +18,11 @@ OUT=${OUT:-$TOP/out}
 die() { printf 'liveunion usb: error: %s\n' "$*" >&2; exit 1; }
 log() { printf 'liveunion usb: %s\n' "$*" >&2; }
 
+# An A/B stick and its updates are iso/slots.sh's.
+for a in "$@"; do
+	case "$a" in --slots | --update | --rollback | --status) exec bash "$TOP/iso/slots.sh" "$@" ;; esac
+done
+
 iso=$OUT/liveunion.iso out='' size=256M mode='part' fs='vfat' device='' yes=0 encrypt=0 passfile=''
 while [ $# -gt 0 ]; do
 	case "$1" in
@@ -29,7 +35,7 @@ while [ $# -gt 0 ]; do
 	--passphrase-file) passfile=$2; shift ;;
 	--device) device=$2; shift ;;
 	--yes) yes=1 ;; # for scripts that already confirmed
-	-h | --help) sed -n '2,11s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,12s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) die "unknown option '$1' (try --help)" ;;
 	esac
 	shift

@@ -12,6 +12,7 @@ static const struct subcmd cmds[] = {
 	{"flatten", cmd_flatten, NULL, "write the merged tree of a layer stack to a directory or squashfs"},
 	{"save", cmd_save, NULL, "write this session's changes as a new squashfs layer (into the store)"},
 	{"store", cmd_store, NULL, "the persistence store: status, passphrase, backup, restore, reset, grow"},
+	{"update", cmd_update, NULL, "an A/B stick's boot choice: status, mark this boot good, roll back"},
 };
 
 static void usage(FILE *f)

@@ -22,6 +22,7 @@ int cmd_changes(int argc, char **argv);
 int cmd_flatten(int argc, char **argv);
 int cmd_save(int argc, char **argv);
 int cmd_store(int argc, char **argv);
+int cmd_update(int argc, char **argv);
 
 /* layers.c: turn command-line layer arguments (directories, stores, squashfs or
  * ext4 images) into directories; images are mounted read-only in a private

@@ -1,0 +1,253 @@
+/* cmd_update.c - `liveunion update`: the boot choice of an A/B stick (./build.sh usb --slots) from the running
+ * system. The stick's GRUB keeps it in liveunion/grubenv beside the slots a.iso and b.iso (iso/slots.cfg): slot=,
+ * tries= (a slot on trial: boots left before GRUB falls back) and failed= (a slot that used its tries). The FAT
+ * holding them is mounted read-only by the init (and a store may be used in place on it), so the block is read and
+ * written on the partition itself, at the sectors the file system's block map gives: where GRUB's save_env writes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "liveunion/contract.h"
+#include "tool.h"
+
+#define ENV_BYTES 1024
+#define ENV_HEADER "# GRUB Environment Block\n"
+#define ISO_HOST LIVE_RUN "/iso-host" /* the init's mount of the partition holding the ISO file */
+
+struct grubenv {
+	char slot[8], tries[8], failed[8];
+	char other[ENV_BYTES]; /* NAME=VALUE lines of anyone else, kept */
+};
+
+/* Where the block lives: the file (on a read-only mount) and, in the live system, the partition under it. */
+struct envloc {
+	char file[4096], dev[256];
+	int devfd, filefd, bsz;
+	long blocks[ENV_BYTES / 512];
+};
+
+static int say_err(const char *what, const char *why)
+{
+	fprintf(stderr, PROG " update: %s: %s\n", what, why);
+	return 1;
+}
+
+/* plan_get PLAN KEY OUT LEN: the value of KEY in the plan; 0, or -1 when absent or unreadable. */
+static int plan_get(const char *plan, const char *key, char *out, size_t len)
+{
+	char line[4096];
+	size_t k = strlen(key);
+	FILE *f = fopen(plan, "r");
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, key, k) && line[k] == '=') {
+			line[strcspn(line, "\n")] = '\0';
+			rc = snprintf(out, len, "%s", line + k + 1) < (int)len ? 0 : -1;
+		}
+	fclose(f);
+	return rc;
+}
+
+static void env_parse(const char *buf, struct grubenv *e)
+{
+	char copy[ENV_BYTES + 1], *line, *save = NULL;
+	size_t used = 0;
+
+	memset(e, 0, sizeof *e);
+	memcpy(copy, buf, ENV_BYTES);
+	copy[ENV_BYTES] = '\0';
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (line[0] == '#')
+			continue;
+		if (!strncmp(line, "slot=", 5))
+			snprintf(e->slot, sizeof e->slot, "%s", line + 5);
+		else if (!strncmp(line, "tries=", 6))
+			snprintf(e->tries, sizeof e->tries, "%s", line + 6);
+		else if (!strncmp(line, "failed=", 7))
+			snprintf(e->failed, sizeof e->failed, "%s", line + 7);
+		else if (strchr(line, '=') && used + strlen(line) + 2 < sizeof e->other)
+			used += (size_t)sprintf(e->other + used, "%s\n", line);
+	}
+	if (strcmp(e->slot, "b") != 0)
+		strcpy(e->slot, "a"); /* as the menu reads it */
+}
+
+/* The block as GRUB reads it: the header, our three values first (in the first sector), '#' up to 1024 bytes. */
+static int env_format(const struct grubenv *e, char *buf)
+{
+	int n = snprintf(buf, ENV_BYTES + 1, ENV_HEADER "slot=%s\ntries=%s\nfailed=%s\n%s", e->slot, e->tries,
+			 e->failed, e->other);
+
+	if (n < 0 || n > ENV_BYTES)
+		return -1;
+	memset(buf + n, '#', ENV_BYTES - (size_t)n);
+	return 0;
+}
+
+/* Opens the block: with a device, its blocks are mapped (FIBMAP) and read from the device. */
+static int env_open(struct envloc *l, char *buf)
+{
+	struct stat st;
+
+	if ((l->filefd = open(l->file, O_RDONLY | O_CLOEXEC)) < 0 || fstat(l->filefd, &st) != 0)
+		return say_err(l->file, strerror(errno));
+	if (st.st_size != ENV_BYTES)
+		return say_err(l->file, "not a 1024-byte GRUB environment block");
+	if (!l->dev[0]) {
+		close(l->filefd);
+		if ((l->filefd = open(l->file, O_RDWR | O_CLOEXEC)) < 0)
+			return say_err(l->file, strerror(errno));
+		if (pread(l->filefd, buf, ENV_BYTES, 0) != ENV_BYTES)
+			return say_err(l->file, "cannot read it");
+	} else {
+		if (ioctl(l->filefd, FIGETBSZ, &l->bsz) != 0 || l->bsz <= 0 || l->bsz > ENV_BYTES ||
+		    ENV_BYTES % l->bsz != 0)
+			return say_err(l->file, "no block size from its file system (FIGETBSZ)");
+		if ((l->devfd = open(l->dev, O_RDWR | O_CLOEXEC)) < 0)
+			return say_err(l->dev, strerror(errno));
+		for (int i = 0; i < ENV_BYTES / l->bsz; i++) {
+			int v = i;
+			if (ioctl(l->filefd, FIBMAP, &v) != 0 || v <= 0)
+				return say_err(l->file, "no block map from its file system (FIBMAP)");
+			l->blocks[i] = v;
+			if (pread(l->devfd, buf + i * l->bsz, (size_t)l->bsz, (off_t)v * l->bsz) != l->bsz)
+				return say_err(l->dev, "cannot read the block of grubenv");
+		}
+	}
+	if (memcmp(buf, ENV_HEADER, strlen(ENV_HEADER)) != 0)
+		return say_err(l->file, "not a GRUB environment block (no header)");
+	return 0;
+}
+
+/* Writes the block where it lies and syncs it. */
+static int env_write(struct envloc *l, const struct grubenv *e)
+{
+	char buf[ENV_BYTES + 1];
+
+	if (env_format(e, buf) != 0)
+		return say_err(l->file, "the values do not fit in 1024 bytes");
+	if (!l->dev[0]) {
+		if (pwrite(l->filefd, buf, ENV_BYTES, 0) != ENV_BYTES || fsync(l->filefd) != 0)
+			return say_err(l->file, strerror(errno));
+		return 0;
+	}
+	for (int i = 0; i < ENV_BYTES / l->bsz; i++)
+		if (pwrite(l->devfd, buf + i * l->bsz, (size_t)l->bsz, (off_t)l->blocks[i] * l->bsz) != l->bsz)
+			return say_err(l->dev, strerror(errno));
+	if (fsync(l->devfd) != 0)
+		return say_err(l->dev, strerror(errno));
+	return 0;
+}
+
+static const char *usage_text =
+	"usage: " PROG " update [--status | --good [--boot] | --rollback] [--plan FILE | --env FILE]\n"
+	"The boot choice of an A/B stick (made by ./build.sh usb): which slot boots, whether it is on trial.\n"
+	"  --status    the slot that booted, its state, a rollback GRUB made (default)\n"
+	"  --good      this boot is healthy: the slot on trial is kept (its tries end)\n"
+	"  --boot      with --good, as the live system's start-up runs it: quiet when not booted from an A/B stick\n"
+	"  --rollback  the other slot boots from now on\n"
+	"  --plan FILE the plan to read (default " LIVE_RUN "/" LIVE_PLAN ")\n"
+	"  --env FILE  work on this grubenv file itself (a stick's, on the host)\n";
+
+int cmd_update(int argc, char **argv)
+{
+	const char *plan = LIVE_RUN "/" LIVE_PLAN, *envfile = NULL, *act = "--status";
+	char buf[ENV_BYTES + 1], iso[4096], booted[8] = "";
+	struct envloc l = {.devfd = -1, .filefd = -1};
+	struct grubenv e;
+	int boot = 0, rc;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--status") || !strcmp(argv[i], "--good") || !strcmp(argv[i], "--rollback"))
+			act = argv[i];
+		else if (!strcmp(argv[i], "--boot"))
+			boot = 1;
+		else if (!strcmp(argv[i], "--plan") && i + 1 < argc)
+			plan = argv[++i];
+		else if (!strcmp(argv[i], "--env") && i + 1 < argc)
+			envfile = argv[++i];
+		else {
+			fputs(usage_text, strcmp(argv[i], "--help") ? stderr : stdout);
+			return strcmp(argv[i], "--help") ? 2 : 0;
+		}
+	}
+	if (envfile) {
+		snprintf(l.file, sizeof l.file, "%s", envfile);
+	} else {
+		const char *base, *slash;
+		if (plan_get(plan, "medium.iso", iso, sizeof iso) != 0 || !iso[0] ||
+		    plan_get(plan, "medium.iso.host", l.dev, sizeof l.dev) != 0 || !l.dev[0]) {
+			if (boot)
+				return 0;
+			return say_err(plan, "not booted from an ISO file (no medium.iso): not an A/B stick");
+		}
+		slash = strrchr(iso, '/');
+		base = slash ? slash + 1 : iso;
+		if (strcmp(base, "a.iso") != 0 && strcmp(base, "b.iso") != 0) {
+			if (boot)
+				return 0;
+			return say_err(iso, "not a slot of an A/B stick (a.iso or b.iso)");
+		}
+		booted[0] = base[0];
+		if (snprintf(l.file, sizeof l.file, ISO_HOST "%.*s/grubenv", (int)(base - iso), iso) >=
+		    (int)sizeof l.file)
+			return say_err(iso, "path too long");
+	}
+	if (env_open(&l, buf) != 0)
+		return 1;
+	env_parse(buf, &e);
+	rc = 0;
+	if (!strcmp(act, "--status")) {
+		printf("slot %s boots%s", e.slot, booted[0] ? "" : "\n");
+		if (booted[0])
+			printf(" (this system is slot %s)\n", booted);
+		if (e.tries[0])
+			printf("slot %s is on trial: %s boot(s) left before slot %s boots again\n", e.slot, e.tries,
+			       e.slot[0] == 'a' ? "b" : "a");
+		else
+			printf("slot %s is good\n", e.slot);
+		if (e.failed[0])
+			printf("rolled back: slot %s did not come up healthy in its tries\n", e.failed);
+	} else if (!strcmp(act, "--good")) {
+		if (booted[0] && strcmp(booted, e.slot) != 0) {
+			rc = say_err(l.file, "this system is not the slot that boots next: nothing marked");
+		} else if (e.failed[0] && boot) {
+			printf("liveunion: slot %s booted after slot %s did not come up healthy in its tries: rolled "
+			       "back\n",
+			       e.slot, e.failed);
+		} else if (!e.tries[0]) {
+			if (!boot)
+				printf("slot %s is good already\n", e.slot);
+		} else {
+			e.tries[0] = '\0';
+			if ((rc = env_write(&l, &e)) == 0)
+				printf("liveunion: slot %s came up healthy: kept (slot %s stays the way back)\n",
+				       e.slot, e.slot[0] == 'a' ? "b" : "a");
+		}
+	} else {
+		char other[8];
+		snprintf(other, sizeof other, "%s", e.slot[0] == 'a' ? "b" : "a");
+		if (e.tries[0])
+			snprintf(e.failed, sizeof e.failed, "%s", e.slot);
+		else
+			e.failed[0] = '\0';
+		snprintf(e.slot, sizeof e.slot, "%s", other);
+		e.tries[0] = '\0';
+		if ((rc = env_write(&l, &e)) == 0)
+			printf("slot %s boots from now on\n", e.slot);
+	}
+	if (l.devfd >= 0)
+		close(l.devfd);
+	if (l.filefd >= 0)
+		close(l.filefd);
+	return rc;
+}
