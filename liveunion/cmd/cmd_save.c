@@ -1,23 +1,22 @@
 /* cmd_save.c - `liveunion save NAME`: the upper of the running system (or any upper directory) as a
  * new squashfs layer NN-NAME.squashfs, by default into the persistence store's liveunion-v1/layers/,
- * where the init stacks it above the medium's layers at the next boot. */
+ * where the init stacks it above the medium's layers at the next boot. This file: the name, the number, the
+ * destination; save_write.c writes the layer. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "liveunion/contract.h"
+#include "save.h"
 #include "tool.h"
 
 #define UPPER LIVE_RUN "/" LIVE_UPPER "/" STORE_UPPER
@@ -27,15 +26,6 @@
 /* A first saved layer goes above 10-base, the usual bottom layer, with room below it. */
 #define NN_FIRST 20
 #define OVERLAY_MAGIC 0x794c7630
-#ifndef RENAME_NOREPLACE
-#define RENAME_NOREPLACE 1
-#endif
-
-static volatile sig_atomic_t interrupted;
-static void on_signal(int sig)
-{
-	interrupted = sig;
-}
 
 static int usage(FILE *f, int rc)
 {
@@ -174,73 +164,6 @@ static void self_exclude(const char *upper, const char *dest, const char *tmpnam
 		snprintf(rel, len, "%s%s%s", rd + 1, rd[1] ? "/" : "", tmpname);
 }
 
-static int run_mksquashfs(const char *upper, const char *tmp, const char *exclude)
-{
-	/* the option pairs kept together (clang-format would lay them out in columns) */
-	/* clang-format off */
-	const char *argv[] = {"mksquashfs", upper, tmp, "-noappend", "-comp", "zstd", "-xattrs", "-no-progress",
-			      "-quiet", exclude[0] ? "-e" : NULL, exclude, NULL};
-	/* clang-format on */
-	int st;
-	pid_t pid = fork();
-
-	if (pid < 0) {
-		fprintf(stderr, PROG " save: fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		execvp(argv[0], (char *const *)argv);
-		fprintf(stderr, PROG " save: cannot run mksquashfs: %s\n", strerror(errno));
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR) {
-			fprintf(stderr, PROG " save: waitpid mksquashfs: %s\n", strerror(errno));
-			return -1;
-		}
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && !interrupted)
-		return 0;
-	if (WIFSIGNALED(st) || interrupted)
-		fprintf(stderr, PROG " save: mksquashfs was stopped (%s)\n",
-			strsignal(interrupted ? interrupted : WTERMSIG(st)));
-	else if (WEXITSTATUS(st) != 127)
-		fprintf(stderr, PROG " save: mksquashfs %s %s failed (exit %d)\n", upper, tmp, WEXITSTATUS(st));
-	return -1;
-}
-
-static int fsync_path(const char *path, int flags, long long *size)
-{
-	struct stat st;
-	int fd = open(path, flags | O_CLOEXEC), rc;
-
-	if (fd < 0)
-		return -1;
-	rc = fsync(fd);
-	if (rc == 0 && size)
-		rc = fstat(fd, &st) == 0 ? (*size = st.st_size, 0) : -1;
-	if (close(fd) != 0)
-		rc = -1;
-	return rc;
-}
-
-/* rename that never replaces: a layer of that name that appeared meanwhile is user data. */
-static int rename_noreplace(const char *from, const char *to)
-{
-	struct stat st;
-
-	if (syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
-		return 0;
-	if (errno != EINVAL && errno != ENOSYS)
-		return -1;
-	/* file systems without RENAME_NOREPLACE (vfat on old kernels): check, then rename */
-	if (lstat(to, &st) == 0) {
-		errno = EEXIST;
-		return -1;
-	}
-	return rename(from, to);
-}
-
-/* 1 for a directory; else 0 with errno saying why. */
 static int is_dir(const char *path)
 {
 	struct stat st;
@@ -254,14 +177,47 @@ static int is_dir(const char *path)
 	return 1;
 }
 
+/* The number the new layer gets: one above every layer on the medium, in the store (or --to's dest) and left out
+ * by the plan, none of them already called name. 0 with *nn, or 1 said. */
+static int save_number(const char *name, const char *dest, int *nn)
+{
+	char clash[PATH_MAX + 64] = "";
+	int max = -1;
+
+	if (scan(LIVE_RUN "/" LIVE_LAYERS, name, &max, clash, sizeof clash) != 0) {
+		fprintf(stderr, PROG " save: read " LIVE_RUN "/" LIVE_LAYERS ": %s\n", strerror(errno));
+		return 1;
+	}
+	if (scan(dest, name, &max, clash, sizeof clash) != 0) {
+		fprintf(stderr, PROG " save: read %s: %s\n", dest, strerror(errno));
+		return 1;
+	}
+	scan_plan_excluded(name, &max, clash, sizeof clash);
+	if (clash[0]) {
+		fprintf(stderr,
+			PROG " save: a layer called %s already exists: %s; choose another name (nothing is "
+			     "ever overwritten)\n",
+			name, clash);
+		return 1;
+	}
+	*nn = max < 0 ? NN_FIRST : max + 1;
+	if (*nn > LAYER_NN_MAX) {
+		fprintf(stderr,
+			PROG " save: no layer number left: %d is in use (in " LIVE_RUN "/" LIVE_LAYERS " or %s); "
+			     "merge layers with '" PROG " flatten' first\n",
+			LAYER_NN_MAX, dest);
+		return 1;
+	}
+	return 0;
+}
+
 int cmd_save(int argc, char **argv)
 {
 	const char *name = NULL, *to = NULL, *upper = UPPER;
-	char dest[PATH_MAX], clash[PATH_MAX + 64] = "", tmpname[96];
+	char dest[PATH_MAX], tmpname[96];
 	char tmp[PATH_MAX + 100], final[PATH_MAX + 100], exclude[PATH_MAX + 100];
-	struct sigaction sa;
 	long long size = 0;
-	int max = -1, nn, fd, ufd;
+	int nn;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
@@ -297,72 +253,14 @@ int cmd_save(int argc, char **argv)
 	} else if (store_dest(dest, sizeof dest) != 0) {
 		return 1;
 	}
-	if (scan(LIVE_RUN "/" LIVE_LAYERS, name, &max, clash, sizeof clash) != 0) {
-		fprintf(stderr, PROG " save: read " LIVE_RUN "/" LIVE_LAYERS ": %s\n", strerror(errno));
+	if (save_number(name, dest, &nn) != 0)
 		return 1;
-	}
-	if (scan(dest, name, &max, clash, sizeof clash) != 0) {
-		fprintf(stderr, PROG " save: read %s: %s\n", dest, strerror(errno));
-		return 1;
-	}
-	scan_plan_excluded(name, &max, clash, sizeof clash);
-	if (clash[0]) {
-		fprintf(stderr,
-			PROG " save: a layer called %s already exists: %s; choose another name (nothing is "
-			     "ever overwritten)\n",
-			name, clash);
-		return 1;
-	}
-	nn = max < 0 ? NN_FIRST : max + 1;
-	if (nn > LAYER_NN_MAX) {
-		fprintf(stderr,
-			PROG " save: no layer number left: %d is in use (in " LIVE_RUN "/" LIVE_LAYERS " or %s); "
-			     "merge layers with '" PROG " flatten' first\n",
-			LAYER_NN_MAX, dest);
-		return 1;
-	}
 	snprintf(final, sizeof final, "%s/%02d-%s" LAYER_SUFFIX, dest, nn, name);
 	snprintf(tmpname, sizeof tmpname, ".%02d-%s" LAYER_SUFFIX ".tmp-%ld", nn, name, (long)getpid());
 	snprintf(tmp, sizeof tmp, "%s/%s", dest, tmpname);
 	self_exclude(upper, dest, tmpname, exclude, sizeof exclude);
-
-	/* The upper as the kernel has it, not pages still in flight (a store's upper is a real disk). */
-	if ((ufd = open(upper, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 || syncfs(ufd) != 0) {
-		fprintf(stderr, PROG " save: sync %s: %s\n", upper, strerror(errno));
-		if (ufd >= 0)
-			close(ufd);
+	if (save_write(upper, dest, tmp, final, exclude, &size) != 0)
 		return 1;
-	}
-	close(ufd);
-	/* Reserve the temporary name (and learn now whether DIR is writable); from here on, every failure
-	 * removes it, also Ctrl-C. */
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
-		fprintf(stderr, PROG " save: create %s: %s\n", tmp, strerror(errno));
-		return 1;
-	}
-	close(fd);
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	printf("saving %s as %s ...\n", upper, final);
-	fflush(stdout);
-	if (run_mksquashfs(upper, tmp, exclude) != 0)
-		goto fail;
-	if (fsync_path(tmp, O_RDONLY, &size) != 0) {
-		fprintf(stderr, PROG " save: fsync %s: %s\n", tmp, strerror(errno));
-		goto fail;
-	}
-	if (rename_noreplace(tmp, final) != 0) {
-		fprintf(stderr, PROG " save: rename %s to %s: %s\n", tmp, final, strerror(errno));
-		goto fail;
-	}
-	if (fsync_path(dest, O_RDONLY | O_DIRECTORY, NULL) != 0) {
-		/* the file is complete; only its name may not survive a power cut yet */
-		fprintf(stderr, PROG " save: fsync the directory %s: %s (run sync before switching off)\n", dest,
-			strerror(errno));
-	}
 	if (size < 1048576)
 		printf("saved %02d-%s: %s (%lld bytes, %lld KiB)\n", nn, name, final, size, (size + 1023) / 1024);
 	else
@@ -378,9 +276,4 @@ int cmd_save(int argc, char **argv)
 		       "host with\n./build.sh iso-with OUTPUT.iso %02d-%s" LAYER_SUFFIX "\n",
 		       nn, name);
 	return fflush(stdout) == 0 ? 0 : 1;
-fail:
-	if (unlink(tmp) != 0 && errno != ENOENT)
-		fprintf(stderr, PROG " save: could not remove %s: %s\n", tmp, strerror(errno));
-	fprintf(stderr, PROG " save: nothing saved\n");
-	return 1;
 }
