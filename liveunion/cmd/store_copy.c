@@ -114,18 +114,116 @@ static int device_ok(const char *what, const char *path, const char *name, const
 	return 0;
 }
 
+/* The backup's destination opened: a device not in use (written in place), or a new file on neither the live root
+ * nor the store (written as DEST.partial, in tmp). The descriptor with *is_dev, or -1 said. */
+static int backup_dest(const char *what, const char *dest, const struct store_info *st, unsigned long long size,
+		       char *tmp, size_t tlen, int *is_dev)
+{
+	struct stat sb, db;
+	struct statfs fs;
+	char parent[PATH_MAX], name[STORE_NAME_LEN], *slash;
+	int out, exists = stat(dest, &sb) == 0 || lstat(dest, &sb) == 0;
+
+	*is_dev = exists && S_ISBLK(sb.st_mode);
+	if (*is_dev) {
+		if (blk_name_of(dest, name, sizeof name) != 0 || device_ok(what, dest, name, st, size) != 0)
+			return -1;
+		if ((out = open(dest, O_WRONLY | O_EXCL | O_CLOEXEC)) < 0) {
+			fprintf(stderr, "%s: open %s: %s\n", what, dest, strerror(errno));
+			return -1;
+		}
+		pfmt(tmp, tlen, "%s", dest);
+		return out;
+	}
+	if (exists) {
+		fprintf(stderr, "%s: %s exists: not overwritten (name a new file, or a device)\n", what, dest);
+		return -1;
+	}
+	pfmt(parent, sizeof parent, "%s", dest);
+	slash = strrchr(parent, '/');
+	if (!slash)
+		pfmt(parent, sizeof parent, ".");
+	else if (slash == parent)
+		parent[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(parent, &db) != 0 || statfs(parent, &fs) != 0) {
+		fprintf(stderr, "%s: %s (the directory of %s): %s\n", what, parent, dest, strerror(errno));
+		return -1;
+	}
+	if (fs.f_type == OVERLAY_MAGIC || stat(st->dir, &sb) != 0 || sb.st_dev == db.st_dev) {
+		fprintf(stderr,
+			"%s: %s is on %s, whose writes go to the store: the store is frozen while it is "
+			"copied, so the copy could never be written there. Name a file on another disk, or "
+			"in /run (RAM)\n",
+			what, dest, fs.f_type == OVERLAY_MAGIC ? "the live root" : "the store");
+		return -1;
+	}
+	pfmt(tmp, tlen, "%s.partial", dest);
+	if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
+		fprintf(stderr, "%s: create %s: %s\n", what, tmp, strerror(errno));
+		return -1;
+	}
+	return out;
+}
+
+/* The store's device src copied to out (named tmp) while the store is frozen (FIFREEZE: one instant, clean), no
+ * signal ending this program in between. 0 with *written and *held (seconds frozen), or -1 said. */
+static int frozen_copy(const char *what, const struct store_info *st, const char *src, int out, const char *tmp,
+		       unsigned long long size, int is_dev, unsigned long long *written, double *held)
+{
+	sigset_t block, old;
+	int in, frozen, ok;
+	double t0;
+
+	if ((in = open(src, O_RDONLY | O_DIRECT | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "%s: open %s: %s\n", what, src, strerror(errno));
+		return -1;
+	}
+	if ((frozen = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "%s: open %s: %s\n", what, st->dir, strerror(errno));
+		close(in);
+		return -1;
+	}
+	/* No signal may end this program between freeze and thaw: a store left frozen stops the whole system. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGHUP);
+	sigaddset(&block, SIGQUIT);
+	sigaddset(&block, SIGTSTP);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	t0 = seconds();
+	if (ioctl(frozen, FIFREEZE, 0) != 0) {
+		fprintf(stderr, "%s: freeze %s (FIFREEZE): %s: no consistent copy can be made, nothing copied\n", what,
+			st->dir, strerror(errno));
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(frozen);
+		close(in);
+		return -1;
+	}
+	ok = copy_bytes(what, in, src, out, tmp, size, !is_dev, written) == 0;
+	if (ioctl(frozen, FITHAW, 0) != 0) {
+		fprintf(stderr, "%s: thaw %s (FITHAW): %s: run 'fsfreeze -u %s'\n", what, st->dir, strerror(errno),
+			st->dir);
+		ok = 0;
+	}
+	*held = seconds() - t0;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(frozen);
+	close(in);
+	return ok ? 0 : -1;
+}
+
 int store_backup(int argc, char **argv)
 {
 	static const char *what = PROG " store backup";
 	struct store_info st;
-	struct stat sb, db;
-	struct statfs fs;
 	const char *dir, *pos[1];
-	char src[STORE_NAME_LEN + 8], tmp[PATH_MAX], parent[PATH_MAX], name[STORE_NAME_LEN], a[32], b[32], *slash;
+	char src[STORE_NAME_LEN + 8], tmp[PATH_MAX], a[32], b[32];
 	unsigned long long size, written = 0;
-	sigset_t block, old;
-	int r = store_args("backup", argc, argv, NULL, NULL, &dir, pos, 1), in, out, frozen, exists, is_dev, ok;
-	double t0, held;
+	int r = store_args("backup", argc, argv, NULL, NULL, &dir, pos, 1), out, is_dev = 0;
+	double held = 0;
 
 	if (r == 3) {
 		printf("usage: " PROG " store backup DEST [--store DIR]\n"
@@ -143,85 +241,9 @@ int store_backup(int argc, char **argv)
 		return 1;
 	pfmt(src, sizeof src, "/dev/%s", st.under);
 	size = blk_bytes(st.under);
-	exists = stat(pos[0], &sb) == 0 || lstat(pos[0], &sb) == 0;
-	is_dev = exists && S_ISBLK(sb.st_mode);
-	if (is_dev) {
-		if (blk_name_of(pos[0], name, sizeof name) != 0 || device_ok(what, pos[0], name, &st, size) != 0)
-			return 1;
-		if ((out = open(pos[0], O_WRONLY | O_EXCL | O_CLOEXEC)) < 0) {
-			fprintf(stderr, "%s: open %s: %s\n", what, pos[0], strerror(errno));
-			return 1;
-		}
-		pfmt(tmp, sizeof tmp, "%s", pos[0]);
-	} else {
-		if (exists) {
-			fprintf(stderr, "%s: %s exists: not overwritten (name a new file, or a device)\n", what,
-				pos[0]);
-			return 1;
-		}
-		pfmt(parent, sizeof parent, "%s", pos[0]);
-		slash = strrchr(parent, '/');
-		if (!slash)
-			pfmt(parent, sizeof parent, ".");
-		else if (slash == parent)
-			parent[1] = '\0';
-		else
-			*slash = '\0';
-		if (stat(parent, &db) != 0 || statfs(parent, &fs) != 0) {
-			fprintf(stderr, "%s: %s (the directory of %s): %s\n", what, parent, pos[0], strerror(errno));
-			return 1;
-		}
-		if (fs.f_type == OVERLAY_MAGIC || stat(st.dir, &sb) != 0 || sb.st_dev == db.st_dev) {
-			fprintf(stderr,
-				"%s: %s is on %s, whose writes go to the store: the store is frozen while it is "
-				"copied, so the copy could never be written there. Name a file on another disk, or "
-				"in /run (RAM)\n",
-				what, pos[0], fs.f_type == OVERLAY_MAGIC ? "the live root" : "the store");
-			return 1;
-		}
-		pfmt(tmp, sizeof tmp, "%s.partial", pos[0]);
-		if ((out = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) < 0) {
-			fprintf(stderr, "%s: create %s: %s\n", what, tmp, strerror(errno));
-			return 1;
-		}
-	}
-	if ((in = open(src, O_RDONLY | O_DIRECT | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "%s: open %s: %s\n", what, src, strerror(errno));
-		goto fail_out;
-	}
-	if ((frozen = open(st.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "%s: open %s: %s\n", what, st.dir, strerror(errno));
-		close(in);
-		goto fail_out;
-	}
-	/* No signal may end this program between freeze and thaw: a store left frozen stops the whole system. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	sigaddset(&block, SIGHUP);
-	sigaddset(&block, SIGQUIT);
-	sigaddset(&block, SIGTSTP);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	t0 = seconds();
-	if (ioctl(frozen, FIFREEZE, 0) != 0) {
-		fprintf(stderr, "%s: freeze %s (FIFREEZE): %s: no consistent copy can be made, nothing copied\n", what,
-			st.dir, strerror(errno));
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(frozen);
-		close(in);
-		goto fail_out;
-	}
-	ok = copy_bytes(what, in, src, out, tmp, size, !is_dev, &written) == 0;
-	if (ioctl(frozen, FITHAW, 0) != 0) {
-		fprintf(stderr, "%s: thaw %s (FITHAW): %s: run 'fsfreeze -u %s'\n", what, st.dir, strerror(errno),
-			st.dir);
-		ok = 0;
-	}
-	held = seconds() - t0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(frozen);
-	close(in);
-	if (!ok)
+	if ((out = backup_dest(what, pos[0], &st, size, tmp, sizeof tmp, &is_dev)) < 0)
+		return 1;
+	if (frozen_copy(what, &st, src, out, tmp, size, is_dev, &written, &held) != 0)
 		goto fail_out;
 	if (fsync(out) != 0 || close(out) != 0) {
 		fprintf(stderr, "%s: write %s: %s\n", what, tmp, strerror(errno));
