@@ -65,6 +65,14 @@ int store_passphrase(int argc, char **argv);
 int store_backup(int argc, char **argv);
 int store_restore(int argc, char **argv);
 int store_grow(int argc, char **argv);
+/* store_copy.c, for backup and restore: size bytes from in to out; into a regular file (sparse), blocks of zeros
+ * are left as holes. The bytes written in *written. 0, or -1 with the failing side named. */
+int copy_bytes(const char *what, int in, const char *from, int out, const char *to, unsigned long long size, int sparse,
+	       unsigned long long *written);
+/* The destination device NAME may be written: not in use, not the store st's own (st may be NULL), large enough
+ * for need bytes. 0, or -1 said. */
+int device_ok(const char *what, const char *path, const char *name, const struct store_info *st,
+	      unsigned long long need);
 /* store_grow_part.c: the partition st->part grown to the end of its disk: 0 grown, 1 nothing to grow (said), -1
  * refused (said). */
 int grow_partition(const struct store_info *st);

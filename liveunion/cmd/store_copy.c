@@ -1,4 +1,4 @@
-/* store_copy.c - `liveunion store backup` and `restore`: the store's bytes, copied whole.
+/* store_copy.c - `liveunion store backup` (`restore`: store_restore.c): the store's bytes, copied whole.
  * A backup is consistent while the system runs because the store's ext4 is frozen (FIFREEZE, what fsfreeze(8)
  * does) for the copy: the kernel writes out everything pending and commits the journal, then every writer waits
  * until it is thawed. So the copy is the store as it was at one instant, clean, with nothing to replay. The bytes
@@ -44,8 +44,8 @@ static int all_zero(const unsigned char *p, size_t n)
 
 /* size bytes from in to out; into a regular file, blocks of zeros are left as holes. The bytes written in
  * *written. 0, or -1 with the failing side named. */
-static int copy_bytes(const char *what, int in, const char *from, int out, const char *to, unsigned long long size,
-		      int sparse, unsigned long long *written)
+int copy_bytes(const char *what, int in, const char *from, int out, const char *to, unsigned long long size, int sparse,
+	       unsigned long long *written)
 {
 	unsigned char *buf = aligned_alloc(4096, CHUNK);
 	unsigned long long off = 0;
@@ -89,8 +89,8 @@ static int copy_bytes(const char *what, int in, const char *from, int out, const
 }
 
 /* The destination device NAME may be written: not in use, not the store's own, large enough. */
-static int device_ok(const char *what, const char *path, const char *name, const struct store_info *st,
-		     unsigned long long need)
+int device_ok(const char *what, const char *path, const char *name, const struct store_info *st,
+	      unsigned long long need)
 {
 	char why[PATH_MAX + 100], a[32], b[32];
 	unsigned long long have = blk_bytes(name);
@@ -268,114 +268,4 @@ fail_out:
 		unlink(tmp);
 	fprintf(stderr, "%s: no backup made%s\n", what, is_dev ? " (the device holds a partial copy)" : "");
 	return 1;
-}
-
-/* What a backup holds: "ext4" (its label in label), "LUKS2", or NULL. */
-static const char *backup_kind(int fd, char *label, size_t len)
-{
-	unsigned char sb[2048];
-
-	label[0] = '\0';
-	if (pread(fd, sb, sizeof sb, 0) != (ssize_t)sizeof sb)
-		return NULL;
-	if (!memcmp(sb, "LUKS\xba\xbe", 6))
-		return "LUKS2";
-	if (sb[1024 + 56] == 0x53 && sb[1024 + 57] == 0xEF) {
-		pfmt(label, len, "%.16s", (const char *)sb + 1024 + 120);
-		return "ext4";
-	}
-	return NULL;
-}
-
-int store_restore(int argc, char **argv)
-{
-	static const char *what = PROG " store restore";
-	static const char *const opts[] = {"--to=", NULL};
-	const char *vals[1] = {NULL}, *dir, *pos[1], *kind;
-	char name[STORE_NAME_LEN], label[20], a[32], b[32], path[PATH_MAX];
-	unsigned long long size, have, written;
-	struct stat sb;
-	int r = store_args("restore", argc, argv, opts, vals, &dir, pos, 1), in, out;
-
-	if (r == 3) {
-		printf("usage: " PROG " store restore SRC --to DEVICE\n"
-		       "Write the backup SRC (a file or device made by '" PROG " store backup') onto DEVICE, a store\n"
-		       "partition that is not in use (another stick's, or this stick's when booted from elsewhere).\n");
-		return 0;
-	}
-	if (r)
-		return 2;
-	if (!pos[0] || !vals[0]) {
-		fprintf(stderr,
-			"%s: %s (usage: " PROG " store restore SRC --to DEVICE). The store in use cannot be "
-			"written over while this system runs from it.\n",
-			what, !pos[0] ? "name the backup to restore" : "name the device to write with --to DEVICE");
-		return 2;
-	}
-	if ((in = open(pos[0], O_RDONLY | O_CLOEXEC)) < 0 || fstat(in, &sb) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", what, pos[0], strerror(errno));
-		return 1;
-	}
-	if (S_ISBLK(sb.st_mode)) {
-		if (blk_name_of(pos[0], name, sizeof name) != 0) {
-			fprintf(stderr, "%s: %s: %s\n", what, pos[0], strerror(errno));
-			close(in);
-			return 1;
-		}
-		size = blk_bytes(name);
-	} else {
-		size = (unsigned long long)sb.st_size;
-	}
-	if (!(kind = backup_kind(in, label, sizeof label))) {
-		fprintf(stderr,
-			"%s: %s is not a store backup: neither an ext4 file system (no magic at byte 1080) nor "
-			"a LUKS2 container (no header at byte 0)\n",
-			what, pos[0]);
-		close(in);
-		return 1;
-	}
-	if (stat(vals[0], &sb) != 0 || !S_ISBLK(sb.st_mode) || blk_name_of(vals[0], name, sizeof name) != 0) {
-		fprintf(stderr, "%s: --to %s: %s (name a store partition, e.g. /dev/sdb3)\n", what, vals[0],
-			errno ? strerror(errno) : "not a block device");
-		close(in);
-		return 1;
-	}
-	pfmt(path, sizeof path, "/sys/class/block/%s/%s1", name, name);
-	if (access(path, F_OK) == 0 ||
-	    (pfmt(path, sizeof path, "/sys/class/block/%s/%sp1", name, name), access(path, F_OK) == 0)) {
-		fprintf(stderr, "%s: --to %s is a whole disk with partitions: name the store's partition\n", what,
-			vals[0]);
-		close(in);
-		return 1;
-	}
-	if (device_ok(what, vals[0], name, NULL, size) != 0) {
-		close(in);
-		return 1;
-	}
-	if ((out = open(vals[0], O_WRONLY | O_EXCL | O_CLOEXEC)) < 0) {
-		fprintf(stderr, "%s: open %s: %s\n", what, vals[0], strerror(errno));
-		close(in);
-		return 1;
-	}
-	r = copy_bytes(what, in, pos[0], out, vals[0], size, 0, &written);
-	close(in);
-	if (r != 0 || fsync(out) != 0 || close(out) != 0) {
-		if (r == 0)
-			fprintf(stderr, "%s: write %s: %s\n", what, vals[0], strerror(errno));
-		fprintf(stderr, "%s: %s now holds a partial copy: do not boot with it; restore again\n", what, vals[0]);
-		return 1;
-	}
-	have = blk_bytes(name);
-	human(size, a, sizeof a);
-	human(have, b, sizeof b);
-	printf("restore: %s (%s%s%s%s, %s) -> %s (%s): done\n", pos[0], kind, label[0] ? ", label " : "", label, "", a,
-	       vals[0], b);
-	if (have > size + (1u << 20))
-		printf("restore: the store fills %s of %s: after booting with it, '" PROG
-		       " store grow' uses the rest\n",
-		       a, b);
-	if (label[0] && strcmp(label, STORE_LABEL) != 0)
-		printf("restore: its label is '%s', not '" STORE_LABEL "': boot with live.persist=LABEL=%s\n", label,
-		       label);
-	return 0;
 }
