@@ -235,7 +235,8 @@ static int beside(const struct layer *l, const char *suffix, char *path, size_t 
 	return path_fmt(path, len, "%.*s%s", (int)(n - v), l->hash_file, suffix);
 }
 
-/* Up to cap bytes of path into buf; a longer file is refused (these are a hex line and a small signature). */
+/* Up to cap bytes of path into buf, which holds cap + 1 (one more is read to see a longer file, which is refused:
+ * these are a hex line and a small signature). */
 static int read_small(const struct layer *l, const char *path, unsigned char *buf, size_t cap, size_t *len)
 {
 	size_t got = 0;
@@ -270,7 +271,7 @@ static int read_small(const struct layer *l, const char *path, unsigned char *bu
  * trusted keyring when the table is loaded, and then every block against the hash. The key's id, or -1. */
 static long sig_load(struct layer *l, char *desc, size_t dlen)
 {
-	static unsigned char sig[16384]; /* a user key holds at most 32767 bytes; ours are about 1.5 KiB */
+	static unsigned char sig[16384]; /* a user key holds at most 32767 bytes; ours are about 440 */
 	unsigned char hex[ROOT_HASH_LEN + 2];
 	char path[PATH_LEN];
 	size_t n, i;
@@ -288,7 +289,7 @@ static long sig_load(struct layer *l, char *desc, size_t dlen)
 			    path, ROOT_HASH_LEN);
 	memcpy(l->root_hash, hex, n);
 	l->root_hash[n] = '\0';
-	if (beside(l, LAYER_SIG_SUFFIX, path, sizeof(path)) != 0 || read_small(l, path, sig, sizeof(sig), &n) != 0)
+	if (beside(l, LAYER_SIG_SUFFIX, path, sizeof(path)) != 0 || read_small(l, path, sig, sizeof(sig) - 1, &n) != 0)
 		return -1;
 	text_fmt(desc, dlen, "liveunion:%s", l->name);
 	key = syscall(SYS_add_key, "user", desc, sig, n, KEY_SPEC_THREAD_KEYRING);
