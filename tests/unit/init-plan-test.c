@@ -3,8 +3,8 @@
 
 #include "cmdline.h"
 #include "init-test.h"
-#include "layers.h"
 #include "iso9660.h"
+#include "layers.h"
 #include "paths.h"
 #include "plan.h"
 
