@@ -6,7 +6,7 @@
 # initramfs_list below (the boot-time users of each entry are the init and its rescue shell).
 
 INITRAMFS_BUSYBOX=${INITRAMFS_BUSYBOX:-/bin/busybox}
-# The persistence store is checked at boot (init/store.c) with Debian's e2fsck: the static build
+# The persistence store is checked at boot (init/store_fsck.c) with Debian's e2fsck: the static build
 # (package e2fsck-static) is about 0.5 MiB smaller in the image than /sbin/e2fsck with its glibc libraries.
 INITRAMFS_E2FSCK=${INITRAMFS_E2FSCK:-/sbin/e2fsck.static}
 
@@ -55,7 +55,7 @@ initramfs_list() {
 	} | LC_ALL=C sort -k2,2 -u
 }
 
-# initramfs_e2fsck_list: /sbin/e2fsck for init/store.c; a dynamic one brings what ldd names.
+# initramfs_e2fsck_list: /sbin/e2fsck for init/store_fsck.c; a dynamic one brings what ldd names.
 initramfs_e2fsck_list() {
 	local lib
 	printf 'dir /sbin 0755 0 0\n'

@@ -1,7 +1,7 @@
 #ifndef LIVE_STORE_H
 #define LIVE_STORE_H
-/* The persistence store (store.c): finding the device or image file and checking it; never formatting, and
- * writing only through e2fsck -p when a journal needs replaying. */
+/* The persistence store (store_find.c, store_image.c, store_fsck.c): finding the device or image file and checking
+ * it; never formatting, and writing only through e2fsck -p when a journal needs replaying. */
 #include <stdbool.h>
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-/* init-extsb.c - libFuzzer target for the init's ext2/3/4 superblock reader (initramfs/init/store.c): the 1024
+/* init-extsb.c - libFuzzer target for the init's ext2/3/4 superblock reader (initramfs/init/store_find.c): the 1024
  * bytes at byte 1024 of a device. */
 #include <ctype.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* Unit tests: what the persistence store reads from disks it does not trust (store.c, util.c, luks.c): the ext2/3/4
+/* Unit tests: what the persistence store reads from disks it does not trust (store_find.c, util.c, luks.c): the ext2/3/4
  * superblock, the LUKS2 header, the cluster size of FAT and exFAT boot sectors, and the walk over a file's block map
  * (a fake map); and which consoles a passphrase is asked on (ask.c). */
 #include <errno.h>
