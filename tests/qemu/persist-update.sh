@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check and require
-# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, the new slot on trial then kept by a healthy boot, the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
+# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, nothing written outside the inactive slot's clusters and grubenv's (the store and the active slot untouched), the new slot on trial then kept by a healthy boot, the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a power cut halfway through writing the slot (replayed on the host) boots the old slot; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
@@ -44,6 +44,30 @@ store_fsck_slots() {
 		e2fsck -fn "$PDIR/store.fsck" >"$PDIR/fsck.out" 2>&1
 }
 
+# clusters_of IMAGE NAME: "FIRST LAST" byte ranges (from the disk's start) of liveunion/NAME on the stick's FAT32
+clusters_of() {
+	local ss spc res fats fatlen data c
+	minfo -i "$1@@1M" >"$PDIR/minfo" || return 1
+	ss=$(sed -n 's/^sector size: \([0-9]*\) bytes/\1/p' "$PDIR/minfo")
+	spc=$(sed -n 's/^cluster size: \([0-9]*\) sectors/\1/p' "$PDIR/minfo")
+	res=$(sed -n 's/^reserved (boot) sectors: \([0-9]*\)/\1/p' "$PDIR/minfo")
+	fats=$(sed -n 's/^fats: \([0-9]*\)/\1/p' "$PDIR/minfo")
+	fatlen=$(sed -n 's/^Big fatlen=\([0-9]*\)/\1/p' "$PDIR/minfo")
+	data=$((1048576 + (res + fats * fatlen) * ss)) c=$((ss * spc))
+	mshowfat -i "$1@@1M" "::/liveunion/$2" | tr ' ' '\n' | sed -n 's/^<\([0-9]*\)\(-\([0-9]*\)\)\{0,1\}>$/\1 \3/p' |
+		awk -v d="$data" -v c="$c" '{ e = ($2 == "") ? $1 : $2; print d + ($1 - 2) * c, d + (e - 1) * c - 1 }'
+}
+# only_slot_written BEFORE AFTER SLOT: every byte that differs lies in liveunion/SLOT.iso's clusters or grubenv's
+only_slot_written() {
+	local n
+	{ clusters_of "$2" "$3.iso" && clusters_of "$2" grubenv; } >"$PDIR/ranges" || return 1
+	n=$(cmp -l "$1" "$2" | awk 'NR == FNR { lo[NR] = $1; hi[NR] = $2; r = NR; next }
+		{ o = $1 - 1; ok = 0; for (i = 1; i <= r; i++) if (o >= lo[i] && o <= hi[i]) { ok = 1; break }
+		  if (!ok) { bad++; if (bad <= 3) printf "# written outside the slot: byte %d\n", o > "/dev/stderr" } }
+		END { print bad + 0 }' "$PDIR/ranges" -)
+	[ "$n" = 0 ]
+}
+
 for v in v0 v1 v2 v3; do require "iso-$v-made" variant "$v"; done
 require bad-iso-made bad_variant
 require stick-made slots --slots --iso "$PDIR/v0.iso" -o "$img" --persist-size 16M
@@ -61,7 +85,9 @@ require poweroff-v0 vm_poweroff
 slot=a
 for v in v1 v2 v3; do
 	if [ $slot = a ]; then new=b; else new=a; fi
+	require "stick-copied-$v" cp --sparse=always "$img" "$PDIR/before.img"
 	check "update-$v" slots --update "$img" --iso "$PDIR/$v.iso"
+	check "update-$v-wrote-only-slot-$new-and-grubenv" only_slot_written "$PDIR/before.img" "$img" "$new"
 	check "update-$v-checked-layers" said 'checked [^ ]+: 2 layer\(s\) match their root hashes'
 	check "update-$v-switched" said "switched: slot $new boots next, with 3 tries"
 	check "update-$v-copied-little" copied_little
@@ -97,8 +123,25 @@ check big-refused fails slots --update "$img" --iso "$PDIR/big.iso"
 check big-says-sizes said 'the stick is too full for big.iso \([0-9]+ bytes, [0-9]+ with room to grow\) in slot [ab]: [0-9]+ bytes free'
 check stick-unchanged-by-refusals test "$(sha256sum <"$img")" = "$sum"
 
-# A bad update: one try; its boot restarts before it is healthy, GRUB then boots the previous slot for good.
 if [ $slot = a ]; then new=b; else new=a; fi
+# A power cut in the middle of an update (replayed on the host): half of another release written into the inactive
+# slot's clusters, grubenv not yet switched. The old slot boots with the store, and the next update still works.
+half_written() {
+	local from to
+	read -r from to < <(clusters_of "$img" "$new.iso" | head -n 1) && [ -n "$to" ] &&
+		dd if="$PDIR/v1.iso" of="$img" bs=64K iflag=count_bytes oflag=seek_bytes seek="$from" \
+			count=$(($(stat -c %s "$PDIR/v1.iso") / 2)) conv=notrunc status=none
+}
+require cut-stick-copied cp --sparse=always "$img" "$PDIR/before.img"
+require cut-half-written half_written
+check cut-wrote-only-slot only_slot_written "$PDIR/before.img" "$img" "$new"
+require boot-after-cut boot_release v3
+check cut-old-slot-booted log_has "liveunion: slot $slot($|[^ ])"
+check cut-old-slot-kept-good vm_run "liveunion update --status"
+check cut-old-slot-good-out out_has "^slot $slot is good$"
+require poweroff-after-cut vm_poweroff
+
+# A bad update: one try; its boot restarts before it is healthy, GRUB then boots the previous slot for good.
 check update-bad slots --update "$img" --iso "$PDIR/bad.iso" --tries 1
 require boot-bad vm_start persist-update-bad stick-bios "$img"
 check bad-slot-booted vm_wait "liveunion: slot $new on trial, 0 tries left after this boot" "$VM_BOOT_TIMEOUT"
