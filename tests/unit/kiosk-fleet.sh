@@ -139,6 +139,7 @@ publish
 cp "$w/conf.2" "$w/www/kiosk.conf" # signed new file, old contents: any byte changed after signing
 sed -i 's/^zoom=1.5$/zoom=3.5/' "$w/www/kiosk.conf"
 check tampered-refused refused tampered 'signature does not verify with the admin.s key' 0
+metric tampered-not-taken config_ok 0
 publish "$w/other.key"
 check wrong-key-refused refused wrong-key 'signature does not verify' 0
 rm "$w/www/kiosk.conf.sig"
