@@ -29,10 +29,16 @@ static int by_name(const void *a, const void *b)
 	return strcmp(((const struct layer *)a)->name, ((const struct layer *)b)->name);
 }
 
-/* A live.layers= entry names a layer by its whole stem (20-desktop) or without the number (desktop). */
+/* A live.layers= entry names a layer by its whole stem (20-desktop) or without the number (desktop). An entry with
+ * a number of its own names that stem only: 20-kiosk must not also let in a 11-20-kiosk or 99-20-kiosk that
+ * whoever writes the medium or the store put beside it. */
 static bool pick_names(const struct layer_pick *k, const char *stem)
 {
-	return !k->too_long && (strcmp(k->name, stem) == 0 || (strlen(stem) > 3 && strcmp(k->name, stem + 3) == 0));
+	if (k->too_long)
+		return false;
+	if (layer_nn(k->name) >= 0)
+		return strcmp(k->name, stem) == 0;
+	return layer_nn(stem) >= 0 && strcmp(k->name, stem + 3) == 0;
 }
 
 /* Whether live.layers= leaves stem out: it has includes and none names stem, or an exclude (-name) names it. */

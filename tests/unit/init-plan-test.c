@@ -300,6 +300,27 @@ static void test_saved(void)
 	CHECK(strstr(b.layers_excluded, "20-desktop") && strstr(b.layers_excluded, "31-mine"), "excluded: %s",
 	      b.layers_excluded);
 
+	/* The kiosk's lock-down (live.layers=10-base,20-desktop, numbered): a layer whose name only ends in a numbered
+	 * entry is not that layer. 11-20-desktop and 99-10-base put in the store (or on the medium) by whoever can
+	 * write the stick stay out; before the fix they matched as "20-desktop" and "10-base" without their number. */
+	{
+		const char *planted[] = {"11-20-desktop.squashfs", "99-10-base.squashfs", "20-desktop.squashfs"};
+		const char *medium[] = {"20-desktop.squashfs", "10-base.squashfs", "99-10-base.squashfs",
+					"11-20-desktop.squashfs"};
+
+		make("live.layers=10-base,20-desktop", &p);
+		CHECK(layers_choose(&p, &b, medium, 4, err, sizeof(err)) == 2 &&
+			      strcmp(b.layer[0].name, "10-base") == 0 && strcmp(b.layer[1].name, "20-desktop") == 0,
+		      "medium: only the two named: %d %s", b.nlayers, err);
+		CHECK(strstr(b.layers_excluded, "99-10-base") && strstr(b.layers_excluded, "11-20-desktop"),
+		      "the look-alikes left out: %s", b.layers_excluded);
+		CHECK(layers_add_saved(&p, &b, planted, 3, "/s", note, sizeof(note)) == 0 && b.nlayers == 2,
+		      "no saved look-alike stacked: %d", b.nlayers);
+		/* a name without number still names a numbered layer, and only by its whole name after NN- */
+		make("live.layers=base,desktop", &p);
+		CHECK(layers_choose(&p, &b, medium, 4, err, sizeof(err)) == 2, "base,desktop: the two: %s", err);
+	}
+
 	/* a typo stays a typo with a store */
 	make("live.layers=-mien", &p);
 	CHECK(layers_choose(&p, &b, files, 2, err, sizeof(err)) == 2, "medium: %s", err);
