@@ -152,6 +152,7 @@ debian_configure() {
 	done
 	# The liveunion command (status, changes, ...) as on the busybox root.
 	rootfs_liveunion "$t"
+	debian_good_unit "$t" || die "installing liveunion-good.service in the Debian tree failed"
 	printf '%s\n' "$LIVEUNION_VERSION" >"$t/etc/liveunion-version"
 	printf 'Debian GNU/Linux 12 \\n \\l (liveunion %s live system, profile %s)\n\n' "$LIVEUNION_VERSION" "$name" >"$t/etc/issue"
 	debian_kernel_tree "$t"
@@ -168,6 +169,34 @@ debian_configure() {
 	if [ -d "$PROFILE_DIR/$name.files" ]; then
 		cp -a --no-preserve=ownership "$PROFILE_DIR/$name.files/." "$t/" || die "copying $name.files failed"
 	fi
+}
+
+# debian_good_unit TREE: on an A/B stick (docs/persistence.md, "Updating a stick"), the slot on trial is kept once
+# the boot has come up: liveunion-good.service runs `liveunion update --good --boot` after multi-user.target (every
+# unit ordered before it has started: the kiosk's graphical.target pulls it in too) and after boot-complete.target,
+# systemd's hook for health checks (a unit with Before= and RequiredBy=boot-complete.target that fails keeps the slot
+# on trial), as systemd-bless-boot does for boot counting in the ESP; and only when /etc/liveunion/health, where
+# present, succeeds, as on the busybox root (rcS). Quiet on every other medium (--boot).
+debian_good_unit() {
+	local t=$1
+	install -d -m 0755 "$t/etc/systemd/system/multi-user.target.wants" || return 1
+	cat >"$t/etc/systemd/system/liveunion-good.service" <<-'EOT'
+	[Unit]
+	Description=Keep the A/B stick's slot on trial: this boot came up (liveunion update --good)
+	ConditionPathExists=/run/live/plan
+	Requires=boot-complete.target
+	After=boot-complete.target multi-user.target graphical.target
+
+	[Service]
+	Type=oneshot
+	RemainAfterExit=yes
+	ExecStart=/bin/sh -c 'if [ -x /etc/liveunion/health ] && ! /etc/liveunion/health; then echo "/etc/liveunion/health failed: the slot on trial is not marked good (it has its tries left)"; exit 1; fi; exec /usr/bin/liveunion update --good --boot'
+	StandardOutput=journal+console
+
+	[Install]
+	WantedBy=multi-user.target
+	EOT
+	ln -sfn ../liveunion-good.service "$t/etc/systemd/system/multi-user.target.wants/liveunion-good.service"
 }
 
 # debian_kernel_tree TREE: the flavour in os-release; on pc, Debian's whole module tree with our overlay.ko in

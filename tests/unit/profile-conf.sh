@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; kernel=tiny|pc (default tiny, inherited from base=, debian and kiosk on pc) and the firmware it brings; the shipped profiles load
+# summary: profile files are data: rootfs/profile.sh reads key=value (comments, last occurrence wins), refuses unknown keys, bad names and missing profiles by name, sorts package lists; kiosk persistence keys reach the command line; kernel=tiny|pc (default tiny, inherited from base=, debian and kiosk on pc) and the firmware it brings; the shipped profiles load; the debian profile (and the kiosk on it) installs liveunion-good.service, enabled, after multi-user.target and boot-complete.target (an A/B stick's slot on trial kept)
 # shellcheck disable=SC2016 # the single-quoted snippets are evaluated by run_profile
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -141,6 +141,22 @@ done
 PDIR=$TOP/configs/profiles expect debian-packages-systemd-python3-perl-no-initramfs-tools '^ok$' \
 	'l=$(profile_packages debian); for p in systemd systemd-sysv udev sudo python3 perl; do grep -qx "$p" <<<"$l" || exit 1; done; grep -Eqx "initramfs-tools|dracut" <<<"$l" && exit 1; echo ok'
 PDIR=$TOP/configs/profiles expect debian-and-kiosk-on-pc '^pc pc$' 'profile_load debian; a=$PFLAVOUR; profile_load kiosk; echo "$a $PFLAVOUR"'
+# An A/B stick's slot on trial is kept by the debian profile (and the kiosk built on it) once the boot is up:
+# liveunion-good.service in the tree, enabled, ordered after multi-user.target and boot-complete.target.
+# shellcheck disable=SC2317 # called by the snippets run_profile evaluates
+good_unit() { # the unit as debian_configure installs it, in $work/tree
+	# shellcheck source=rootfs/debian.sh
+	. "$TOP/rootfs/debian.sh" && rm -rf "$work/tree" && debian_good_unit "$work/tree" &&
+		cat "$work/tree/etc/systemd/system/liveunion-good.service"
+}
+expect debian-configure-installs-good-unit '^wired$' '. "$TOP/rootfs/debian.sh"; declare -f debian_configure | grep -q "debian_good_unit \"\$t\"" && echo wired'
+expect debian-good-unit-enabled '^enabled$' 'good_unit >/dev/null && systemctl --root="$work/tree" is-enabled liveunion-good.service'
+expect debian-good-unit-after-multi-user '^ok$' 'good_unit | grep -Eq "^After=.*multi-user\.target" && echo ok'
+expect debian-good-unit-after-boot-complete '^ok$' 'u=$(good_unit) && grep -Eq "^After=.*boot-complete\.target" <<<"$u" && grep -qx "Requires=boot-complete.target" <<<"$u" && echo ok'
+expect debian-good-unit-not-before-anything '^ok$' 'good_unit | grep -q "^Before=" || echo ok'
+expect debian-good-unit-health-then-good '^ok$' 'good_unit | grep -Eq "^ExecStart=.*/etc/liveunion/health.*exit 1.*liveunion update --good --boot.$" && echo ok'
+expect debian-good-unit-verifies '^ok$' 'good_unit >/dev/null && systemd-analyze verify "$work/tree/etc/systemd/system/liveunion-good.service" && echo ok'
+PDIR=$TOP/configs/profiles expect kiosk-built-on-debian '^debian$' 'profile_load kiosk; echo "${PCONF[base]}"'
 PDIR=$TOP/configs/profiles expect kiosk-menu-persistence-off '^loglevel=4 consoleblank=0 live.persist=off$' 'profile_load kiosk; profile_cmdline'
 
 finish
