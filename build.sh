@@ -18,10 +18,10 @@
 #                         profile's own configs/profiles/NAME.tests/*.sh when none is named (docs/testing.md)
 #   ./build.sh deps       only install the Debian packages the build and the tests need
 #   ./build.sh iso-with ISO [LAYER...] another ISO: the built kernel, initramfs, 10-base and LAYER... (tests)
-#   ./build.sh dracut-module [--install [ROOT]]
 #   ./build.sh layer DIR -o NN-name.squashfs [--sign]
 #                         a layer to add later: squashfs, .verity, .roothash and with --sign .roothash.p7s, the root
 #                         hash signed with SB_KEY; for the 10-base of the last built ISO (docs/secure-boot.md)
+#   ./build.sh dracut-module [--install [ROOT]]
 #                         the dracut module 50liveunion -> out/dracut/50liveunion; --install copies it into
 #                         ROOT/usr/lib/dracut/modules.d/ (default: this system); then dracut --add liveunion (docs/dracut.md)
 #   ./build.sh clean      remove out/, except this checkout's Secure Boot key (out/sb/key: a machine that enrolled it
@@ -129,9 +129,9 @@ PROFILE_PKGS=(debootstrap x11-apps netpbm) # x11-apps, netpbm: the kiosk's hidde
 . "$TOP/iso/netboot.sh"
 # shellcheck source=iso/sb.sh
 . "$TOP/iso/sb.sh"
-# shellcheck source=rootfs/profile.sh
 # shellcheck source=rootfs/layer.sh
 . "$TOP/rootfs/layer.sh"
+# shellcheck source=rootfs/profile.sh
 . "$TOP/rootfs/profile.sh"
 # shellcheck source=rootfs/debian.sh
 . "$TOP/rootfs/debian.sh"
@@ -291,12 +291,6 @@ iso-with)
 	iso_assemble "$iso" "$OUT/iso-with/$(basename "$iso" .iso)" "iso-with-$(basename "$iso" .iso)" "$@"
 	log "$iso${STAGE_NOTE:+ ($STAGE_NOTE)}"
 	;;
-dracut-module)
-	STAGE=dracut-module
-	build_lock
-	need_pkgs musl-tools
-	case "${2:-}" in
-	'') dracut_module_build ;;
 layer)
 	# A layer to add later (docs/secure-boot.md, signed layers); no stage runs: the base is the last built ISO's.
 	shift
@@ -314,6 +308,12 @@ layer)
 	need_pkgs squashfs-tools cryptsetup-bin openssl
 	layer_build "$ly_dir" "$ly_out" "$ly_sign"
 	;;
+dracut-module)
+	STAGE=dracut-module
+	build_lock
+	need_pkgs musl-tools
+	case "${2:-}" in
+	'') dracut_module_build ;;
 	--install) dracut_module_build && dracut_module_install "${3:-}" ;;
 	*) die "usage: ./build.sh dracut-module [--install [ROOT]] (not '$2')" ;;
 	esac
