@@ -151,6 +151,7 @@ build_lock() {
 
 run_stages() {
 	local i=0 s t0 t1
+	[ "$ISO_UKI" != 1 ] || sb_uki_needs_verity ISO_UKI=1
 	build_lock
 	for s in "${STAGES[@]}"; do
 		i=$((i + 1))
@@ -267,6 +268,7 @@ netboot)
 		esac
 	done
 	[ "$ISO_UKI" != 1 ] || NETBOOT_UKI=1
+	[ "$NETBOOT_UKI" != 1 ] || sb_uki_needs_verity "netboot: a signed UKI (ISO_UKI=1 or --uki)"
 	[ "$NETBOOT_UKI" != 1 ] || [ -n "$NETBOOT_URL" ] ||
 		die "netboot: a signed UKI (ISO_UKI=1 or --uki) needs --url http://SERVER/ (the served tree's base URL; several, comma-separated, for mirrors or caches): its signed command line says where the layers are"
 	[ -n "$nb_dir" ] || die "usage: ./build.sh netboot [--profile NAME] -o DIR [--uki] [--url URL[,URL...]]"

@@ -156,6 +156,7 @@ stage_iso() {
 # (another path, work directory and stamp) from the same outputs without running any stage again.
 # shellcheck disable=SC2034 # STAGE_NOTE is read by build.sh
 iso_assemble() {
+	[ "$ISO_UKI" != 1 ] || sb_uki_needs_verity ISO_UKI=1
 	case "$ISO_USB_DELAY" in
 	[0-9] | [0-9][0-9] | [0-9]ms | [0-9][0-9]ms | [0-9][0-9][0-9]ms | [0-9][0-9][0-9][0-9]ms) ;;
 	*) die "ISO_USB_DELAY=$ISO_USB_DELAY: give seconds (0-99) or milliseconds (e.g. 100ms, at most 9999ms)" ;;
@@ -218,7 +219,7 @@ iso_assemble() {
 			[ -n "$root" ] || die "no root hash from veritysetup for $l"
 			verify="${verify:+$verify,}$(basename "$l" .squashfs):$root"
 		done
-		[ ${#verify} -le $ISO_VERIFY_MAX ] || die "the root hashes of $# extra layer(s) make live.verify= ${#verify} bytes, more than the kernel command line holds; merge layers or build with ISO_VERITY=0 (unverified)"
+		[ ${#verify} -le $ISO_VERIFY_MAX ] || die "the root hashes of $# extra layer(s) make live.verify= ${#verify} bytes, more than the kernel command line holds; merge layers$([ "$ISO_UKI" = 1 ] || printf ' or build with ISO_VERITY=0 (unverified; refused with ISO_UKI=1)')"
 		cmdline="$cmdline live.verify=$verify"
 	fi
 	cp /usr/lib/ISOLINUX/isolinux.bin "$t/isolinux/"

@@ -50,6 +50,7 @@ netboot_write() {
 		for f in ${NETBOOT_URL//,/ }; do
 			case "$f" in http://?*/) ;; *) die "netboot: --url '$f' is not http://HOST[:PORT]/[PATH/] (with its trailing /)" ;; esac
 		done
+		sb_uki_verified "$w/cmdline" || die "netboot: $(sb_uki_unverified_text "$cmdline")"
 	fi
 	# The image's name: the hash of everything a client reads, so the same build always gets the same name.
 	id=$( (cd "$w/tree" && sha256sum boot/bzImage boot/initramfs.img live/*) | { cat; printf '%s\n' "$cmdline"; } |

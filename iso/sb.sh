@@ -136,6 +136,7 @@ sb_sign_module() {
 # SOURCE_DATE_EPOCH (objcopy writes the clock's), so the same inputs give the same image.
 sb_uki() {
 	local stub=$1 kernel=$2 initrd=$3 cmdline=$4 osrel=$5 out=$6 vma end n size args=() s f
+	sb_uki_verified "$cmdline" || die "$(sb_uki_unverified_text "$(cat "$cmdline")")"
 	end=0
 	while read -r n _ size vma _; do # objdump -h: index, name, size, VMA, LMA, file offset, alignment
 		case "$n" in [0-9]*) [ $((0x$vma + 0x$size)) -le "$end" ] || end=$((0x$vma + 0x$size)) ;; esac
@@ -151,6 +152,30 @@ sb_uki() {
 	sb_pe_date "$out.unsigned"
 	sb_sign_efi "$out.unsigned" "$out"
 	rm -f "$out.unsigned"
+}
+
+# sb_uki_needs_verity WHAT: stops a build that would sign a UKI (WHAT: ISO_UKI=1, netboot --uki) with ISO_VERITY=0,
+# before any stage runs (sb_uki refuses such a command line in any case).
+sb_uki_needs_verity() {
+	[ "$ISO_VERITY" = 1 ] ||
+		die "$1 with ISO_VERITY=$ISO_VERITY: refused; a signed unified kernel image must carry the layers' root hashes (live.verify=) in its signed command line, or it stacks unverified layers from the medium or, with live.fetch=, from any server the network names; build it with ISO_VERITY=1 (the default)"
+}
+
+# sb_uki_verified CMDLINE-FILE: whether its live.verify= (the last one: the init reads that) names a layer with a
+# 64-digit root hash. A UKI is signed with its command line; one without root hashes (ISO_VERITY=0, live.verify=off)
+# would be a signed boot that stacks whatever layers the medium or, with live.fetch=, any server on the network
+# hands it (a rogue DHCP server names the boot file): never made.
+sb_uki_verified() {
+	local w v='' ws=()
+	read -r -a ws <"$1" || [ ${#ws[@]} -gt 0 ] || return 1
+	for w in "${ws[@]}"; do
+		case "$w" in live.verify=*) v=${w#live.verify=} ;; esac
+	done
+	printf '%s\n' "${v//,/$'\n'}" | grep -Eq '^[^:]+:[0-9a-fA-F]{64}$'
+}
+# sb_uki_unverified_text CMDLINE: the refusal, naming the line.
+sb_uki_unverified_text() {
+	printf 'refusing to sign a unified kernel image whose command line has no live.verify= root hashes (%s): it would stack unverified layers from the medium or, with live.fetch=, from any server the network names; build with ISO_VERITY=1 (the default)' "$1"
 }
 
 # sb_pe_date PE: the COFF header's TimeDateStamp set to SOURCE_DATE_EPOCH.
