@@ -60,7 +60,10 @@ kernel_check_config() {
 stage_kernel() {
 	local id h src build mk
 	id=$(kernel_src_id)
-	h=$(printf '%s\n%s\n' "$id" "$(hash_of "$TOP/kernel/patches" "$TOP/configs/kernel" "$TOP/kernel/kernel.sh")" | sha256sum | cut -c1-16)
+	# The builtin trusted keyring holds the build's Secure Boot certificate (signed layers): another key, another kernel.
+	sb_keys
+	h=$(printf '%s\n%s\n%s\n' "$id" "$(hash_of "$TOP/kernel/patches" "$TOP/configs/kernel" "$TOP/kernel/kernel.sh")" \
+		"$(sb_fingerprint)" | sha256sum | cut -c1-16)
 	if stage_done kernel "$h" && [ -f "$OUT/kernel/bzImage" ]; then
 		STAGE_NOTE="cached $h"
 		return 0
@@ -91,6 +94,11 @@ stage_kernel() {
 	"${mk[@]}" tinyconfig >/dev/null || die "make tinyconfig failed"
 	(cd "$build" && "$src/scripts/kconfig/merge_config.sh" -m -O "$build" "$build/.config" "$TOP"/configs/kernel/*.config >/dev/null) ||
 		die "merge_config.sh failed"
+	# A fixed path, so that only the certificate's bytes (not its name) change when the key does.
+	cmp -s "$SB_CERT_PEM" "$build/liveunion-trusted.pem" || cp "$SB_CERT_PEM" "$build/liveunion-trusted.pem" ||
+		die "cannot copy $SB_CERT_PEM"
+	"$src/scripts/config" --file "$build/.config" --set-str SYSTEM_TRUSTED_KEYS "$build/liveunion-trusted.pem" ||
+		die "scripts/config --set-str SYSTEM_TRUSTED_KEYS failed"
 	"${mk[@]}" olddefconfig >/dev/null || die "make olddefconfig failed"
 	kernel_check_config "$build/.config"
 	log "  compiling (make -j$JOBS bzImage)"

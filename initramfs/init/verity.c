@@ -274,7 +274,7 @@ static long sig_load(struct layer *l, char *desc, size_t dlen)
 	static unsigned char sig[16384]; /* a user key holds at most 32767 bytes; ours are about 440 */
 	unsigned char hex[ROOT_HASH_LEN + 2];
 	char path[PATH_LEN];
-	size_t n, i;
+	size_t n = 0, i;
 	long key;
 
 	if (beside(l, LAYER_ROOTHASH_SUFFIX, path, sizeof(path)) != 0 ||
