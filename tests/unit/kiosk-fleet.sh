@@ -38,11 +38,17 @@ publish() {
 }
 
 # The kiosk: its profile file, command line, run and state directories, a fake systemctl that notes its arguments,
-# a "browser" (a sleep) whose PID the session would have noted.
+# a "browser" (a sleep) whose PID the session would have noted. The kiosk user is nobody: a fake runuser (the user
+# it was asked for in USER_WAS) runs the command as nobody, which owns the data directory, as the image's user owns
+# its own; root's files are root's.
 printf 'kiosk.url=http://profile.example/\nkiosk.data=%s/data\n' "$w" >"$w/kiosk.conf"
 mkdir -p "$w/bin" "$w/policy" "$w/textfile" "$w/data"
+chmod 0755 "$w"
+chown 65534:65534 "$w/data"
 printf '#!/bin/sh\necho "$*" >>%s/systemctl.log\n' "$w" >"$w/bin/systemctl"
-chmod +x "$w/bin/systemctl"
+AS_NOBODY='setpriv --reuid=65534 --regid=65534 --clear-groups'
+printf '#!/bin/sh\n[ "$1" = -u ] || exit 9\nu=$2; shift 3\nUSER_WAS=$u exec %s "$@"\n' "$AS_NOBODY" >"$w/bin/runuser"
+chmod +x "$w/bin/systemctl" "$w/bin/runuser"
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
 kiosk() { # ARGS: the kiosk script as this test's kiosk (host k7, one matching and one foreign MAC address)
 	printf '%s\n' "$CMDLINE" >"$w/cmdline"
@@ -56,7 +62,7 @@ said() { grep -Eq -- "$1" "$w/log" || { sed 's/^/#   | /' "$w/log" >&2; return 1
 metric() { fact "$1" "$3" sed -n "s/^liveunion_kiosk_$2 //p" "$w/textfile/liveunion-kiosk.prom"; }
 browser() { # a new "browser" for the session's PID file
 	mkdir -p "$w/run"
-	BROWSER=$(sleep 600 >/dev/null 2>&1 & echo $!)
+	BROWSER=$($AS_NOBODY sleep 600 >/dev/null 2>&1 & echo $!)
 	echo "$BROWSER" >"$w/run/browser"
 	at_exit "kill $BROWSER 2>/dev/null"
 }
@@ -165,19 +171,49 @@ done
 
 # 5. A reboot: nothing in /run; the server now serves a tampered file. The kept configuration (verified again) is
 # used; then a kept file tampered with on the store is not.
-rm -rf "$w/run"
+rm -rf "$w/run" "$w/run.fleet"
 cp "$w/conf.2" "$w/www/kiosk.conf"
 sed -i 's/^zoom=1.5$/zoom=4/' "$w/www/kiosk.conf"
 check reboot-fetch fetch
 fact reboot-last-good-used 2min kiosk get idle
 check reboot-tampered-refused said 'signature does not verify'
-rm -rf "$w/run"
+rm -rf "$w/run" "$w/run.fleet"
 sed -i 's/^idle=2min$/idle=1h/' "$w/data/fleet/kiosk.conf"
 check reboot-kept-tampered fetch
 check reboot-kept-tampered-refused said "$w/data/fleet: the signature does not verify"
 fact reboot-kept-tampered-not-used http://profile.example/ kiosk get url
 cp "$w/good" "$w/data/fleet/kiosk.conf"
 check reboot-good-again fetch
+
+# 5b. What the kiosk user (the browser's account) writes in its own directories is not root's to trust or follow:
+# a fleet.kv planted there is not read (url=, data=, user=); symlinks planted where root wrote before lead nowhere
+# (root's files are in its own directory, the kept copy is written as the kiosk user); a PID planted as the
+# browser's ends only the kiosk user's processes.
+printf 'version=99\nurl=http://planted.example/\ndata=%s/planted\nuser=root\nallow=*\n' "$w" >"$w/run/fleet.kv"
+fact planted-fleet-kv-url-not-read http://mac.example/page kiosk get url
+fact planted-fleet-kv-data-not-read "$w/data" kiosk get data
+fact planted-fleet-kv-user-not-read kiosk kiosk get user kiosk
+printf 'precious\n' >"$w/victim"
+mkdir -p "$w/run/stats" "$w/run/fleet"
+for f in run/stats/config_version.new run/stats/config_fetch_time.new run/fleet.err run/fleet.conf run/fleet/new \
+	run/fleet/new.sig data/fleet/kiosk.conf.new data/fleet/kiosk.conf.sig.new; do
+	ln -sfn "$w/victim" "$w/$f"
+done
+sed 's/^version=2$/version=5/' "$w/conf.2" >"$w/conf"
+publish
+check symlinks-planted-fetch fetch
+check symlinks-planted-taken said 'fleet configuration version=5 in use'
+fact symlinks-planted-not-followed precious cat "$w/victim"
+rm -f "$w/data/fleet/kiosk.conf.new" "$w/data/fleet/kiosk.conf.sig.new"
+sleep 600 &
+rootpid=$!
+at_exit "kill $rootpid 2>/dev/null"
+echo "$rootpid" >"$w/run/browser"
+sed 's/^version=2$/version=6/; s/^zoom=1.5$/zoom=1.1/' "$w/conf.2" >"$w/conf"
+publish
+check planted-pid-fetch fetch
+check planted-pid-tried said 'changed: zoom'
+check planted-pid-root-process-alive kill -0 "$rootpid"
 
 # 6. The command line still wins over the fleet; the fleet over the profile.
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.url=http://cmdline.example/"
@@ -214,7 +250,7 @@ fact no-stagger 0 kiosk offset 0
 
 # 8. The service's loop itself (kiosk fleet: restore, fetch every kiosk.poll=, metrics every tick): a new version
 # published while it runs is in use within a poll; the server gone, the one in use stays and the metrics say so.
-rm -rf "$w/run"
+rm -rf "$w/run" "$w/run.fleet"
 sed 's/^version=2$/version=20/' "$w/conf.2" >"$w/conf"
 publish
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.poll=2s"
@@ -262,8 +298,7 @@ mkdir -p "$w/admin/cgi-bin" "$w/xdg"
 printf '#!/bin/sh\nexec env PATH=%s/bin:$PATH KIOSK_RUN=%s/run KIOSK_CONF=%s/kiosk.conf KIOSK_CMDLINE=%s/cmdline KIOSK_XDG_RUNTIME_DIR=%s/xdg %s screenshot\n' \
 	"$w" "$w" "$w" "$w" "$w" "$K" >"$w/admin/cgi-bin/screenshot"
 printf '#!/bin/sh\nprintf "\\211PNG\\r\\n\\032\\n%%s %%s" "$WAYLAND_DISPLAY" "$USER_WAS"\n' >"$w/bin/grim"
-printf '#!/bin/sh\n[ "$1" = -u ] || exit 9\nu=$2; shift 3\nUSER_WAS=$u exec "$@"\n' >"$w/bin/runuser"
-chmod +x "$w/admin/cgi-bin/screenshot" "$w/bin/grim" "$w/bin/runuser"
+chmod +x "$w/admin/cgi-bin/screenshot" "$w/bin/grim"
 # (busybox httpd cannot say which port it took: one found free)
 aport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 busybox httpd -f -p "127.0.0.1:$aport" -c "$w/admin-httpd.conf" -h "$w/admin" -r liveunion-kiosk &
