@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check and require
-# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, nothing written outside the inactive slot's clusters and grubenv's (the store and the active slot untouched), the new slot on trial then kept by a healthy boot, the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a power cut halfway through writing the slot (replayed on the host) boots the old slot; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
+# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, nothing written outside the inactive slot's clusters and grubenv's (the store and the active slot untouched), the new slot on trial then kept by a healthy boot (only once its services have started), the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a power cut halfway through writing the slot (replayed on the host) boots the old slot; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
 
-# variant N: $PDIR/vN.iso, the built ISO plus a layer 20-release holding /etc/release-n = N (the "new release").
+# variant N: $PDIR/vN.iso, the built ISO plus a layer 20-release holding /etc/release-n = N (the "new release") and
+# a service (rc.d) that takes 2 s to start: the slot on trial must be kept only after it has started.
+# shellcheck disable=SC2016 # the service's own script, in single quotes
 variant() {
-	rm -rf "$PDIR/l" && mkdir -p "$PDIR/l/etc" && echo "$1" >"$PDIR/l/etc/release-n" &&
+	rm -rf "$PDIR/l" && mkdir -p "$PDIR/l/etc/rc.d" && echo "$1" >"$PDIR/l/etc/release-n" &&
+		printf '#!/bin/sh\n[ "$1" = start ] || exit 0\nsleep 2\necho "release service started" >/dev/console\n' \
+			>"$PDIR/l/etc/rc.d/S90release" && chmod 755 "$PDIR/l/etc/rc.d/S90release" &&
 		env -u SOURCE_DATE_EPOCH mksquashfs "$PDIR/l" "$PDIR/20-release.squashfs" -noappend -quiet -no-progress -all-root \
 			-all-time 1700000000 -mkfs-time 1700000000 >/dev/null &&
 		"$TOP/build.sh" iso-with "$PDIR/$1.iso" "$PDIR/20-release.squashfs" >"$PDIR/iso-with.out" 2>&1
@@ -36,6 +40,22 @@ boot_release() {
 		vm_fact "cat /root/kept" "$tag"
 }
 
+# log_soon ERE: this boot's console has a line matching ERE within 60 s (the start-up's last step, the slot's state,
+# runs once the services have started, beside the login prompt)
+log_soon() {
+	local i
+	for i in $(seq 60); do log_has "$1" && return 0; sleep 1; done
+	return 1
+}
+# kept_after_service NEW: the slot on trial was kept (said on the console) after the release's service had started
+kept_after_service() {
+	local a k
+	log_soon "liveunion: slot $1 came up healthy: kept" || return 1
+	a=$(vm_boot_log | grep -n -m1 'release service started' | cut -d: -f1)
+	k=$(vm_boot_log | grep -n -m1 "liveunion: slot $1 came up healthy: kept" | cut -d: -f1)
+	vm_note "service started at console line ${a:-?}, slot kept at ${k:-?}"
+	[ -n "$a" ] && [ -n "$k" ] && [ "$a" -lt "$k" ]
+}
 # the first boot: no store file yet
 boot_release_first() { vm_start persist-update-v0 stick-bios "$img" && vm_login && vm_fact "cat /etc/release-n" v0; }
 # store_fsck_slots: the stick's store copied out of its FAT and checked
@@ -97,6 +117,7 @@ for v in v1 v2 v3; do
 	check "update-$v-says-on-trial" said "slot $new is on trial"
 	require "boot-$v" boot_release "$v"
 	check "boot-$v-grub-said-trial" log_has "liveunion: slot $new on trial, 2 tries left after this boot"
+	check "boot-$v-kept-after-service" kept_after_service "$new"
 	check "boot-$v-kept" log_has "liveunion: slot $new came up healthy: kept \(slot $slot stays the way back\)"
 	check "boot-$v-tool-good" vm_run "liveunion update --status"
 	check "boot-$v-tool-good-out" out_has "^slot $new is good$"
@@ -148,7 +169,7 @@ check bad-slot-booted vm_wait "liveunion: slot $new on trial, 0 tries left after
 check bad-release-restarted vm_wait 'bad release: restarting' "$VM_BOOT_TIMEOUT"
 check grub-rolled-back vm_wait "liveunion: slot $new used its tries without a healthy boot: rolling back to slot $slot" "$VM_BOOT_TIMEOUT"
 require login-after-rollback vm_login
-check rollback-said-at-boot log_has "liveunion: slot $slot booted after slot $new did not come up healthy in its tries: rolled back"
+check rollback-said-at-boot log_soon "liveunion: slot $slot booted after slot $new did not come up healthy in its tries: rolled back"
 check rollback-release-v3 vm_fact "cat /etc/release-n" v3
 check rollback-store-kept vm_fact "cat /root/kept" "$tag"
 check rollback-tool vm_run "liveunion update --status"
