@@ -24,6 +24,8 @@
 #   kiosk.config=    the fleet's signed configuration (http:// or https://; docs/kiosk.md "A fleet of kiosks")
 #   kiosk.config.key= the admin's public key or certificate (PEM file; relative: to configs/profiles/) that the
 #                    configuration's signature is checked against, put in the image as /etc/liveunion/kiosk-admin.pem
+#   kiosk.config.min-version= the lowest version= of the configuration the image takes (a floor against replays
+#                    of older signed files; raise it with each image)
 #   kiosk.poll=      how often the configuration is fetched (N, Ns, Nmin, Nh; default 5min)
 #   kiosk.group=     the group name the configuration's [group NAME] sections match
 #   kiosk.reload-at=, kiosk.reboot-at=  HH:MM: the browser started again, the machine rebooted, once a day
@@ -175,6 +177,9 @@ kiosk_check() {
 	v=${kk[kiosk.stagger]:-}
 	[ -z "$v" ] || [ "$v" = 0 ] || "$TOP/rootfs/kiosk/kiosk" seconds "$v" >/dev/null ||
 		die "profile $name: kiosk.stagger=$v: use N, Ns, Nmin or Nh, or 0"
+	v=${kk[kiosk.config.min-version]:-}
+	[ -z "$v" ] || { printf '%s\n' "$v" | grep -Eqx '[0-9]{1,10}' && [ "$v" -le 2147483647 ]; } ||
+		die "profile $name: kiosk.config.min-version=$v: use a whole number below 2^31 (the lowest version= of the fleet's configuration this image takes)"
 	case "${kk[kiosk.group]:-}" in *[!A-Za-z0-9._-]*) die "profile $name: kiosk.group=${kk[kiosk.group]}: use letters, digits, '.', '_' or '-'" ;; esac
 }
 
@@ -343,7 +348,7 @@ kiosk_browser_files() {
 		"$d/etc/pam.d"
 	{
 		printf '# Made by rootfs/kiosk.sh from the profile; the same keys on the kernel command line override these.\n'
-		for k in url browser idle cursor rotate zoom persist config poll group reload-at reboot-at stagger; do
+		for k in url browser idle cursor rotate zoom persist config config.min-version poll group reload-at reboot-at stagger; do
 			[ -z "${kb[kiosk.$k]:-}" ] || printf 'kiosk.%s=%s\n' "$k" "${kb[kiosk.$k]}"
 		done
 		printf 'kiosk.user=%s\nkiosk.data=%s\n' "$user" "$data"

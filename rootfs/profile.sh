@@ -17,13 +17,13 @@
 #                           built in; pc is Debian's signed kernel with its modules and firmware (kernel/pc.sh)
 #   firmware.nonfree=yes|no pc only: Debian's non-free-firmware packages in the root (default yes; firmware-linux-free always)
 #   kiosk.url=, kiosk.browser=, kiosk.idle=, kiosk.cursor=, kiosk.rotate=, kiosk.zoom=, kiosk.command=, kiosk.user=,
-#   kiosk.watchdog=, kiosk.data=, kiosk.persist=, kiosk.config=, kiosk.config.key=, kiosk.poll=, kiosk.group=,
-#   kiosk.screenshot.token=, kiosk.reload-at=, kiosk.reboot-at=, kiosk.stagger=
+#   kiosk.watchdog=, kiosk.data=, kiosk.persist=, kiosk.config=, kiosk.config.key=, kiosk.config.min-version=,
+#   kiosk.poll=, kiosk.group=, kiosk.screenshot.token=, kiosk.reload-at=, kiosk.reboot-at=, kiosk.stagger=
 #                                                  see rootfs/kiosk.sh
 
 PROFILE_DIR=$TOP/configs/profiles
 PFLAVOUR=tiny PNONFREE=yes
-PROFILE_KEYS=" rootfs base suite mirror hostname locale timezone user mask layer layers cmdline kernel firmware.nonfree kiosk.command kiosk.url kiosk.browser kiosk.idle kiosk.cursor kiosk.rotate kiosk.zoom kiosk.user kiosk.watchdog kiosk.data kiosk.persist kiosk.config kiosk.config.key kiosk.poll kiosk.group kiosk.screenshot.token kiosk.reload-at kiosk.reboot-at kiosk.stagger "
+PROFILE_KEYS=" rootfs base suite mirror hostname locale timezone user mask layer layers cmdline kernel firmware.nonfree kiosk.command kiosk.url kiosk.browser kiosk.idle kiosk.cursor kiosk.rotate kiosk.zoom kiosk.user kiosk.watchdog kiosk.data kiosk.persist kiosk.config kiosk.config.key kiosk.config.min-version kiosk.poll kiosk.group kiosk.screenshot.token kiosk.reload-at kiosk.reboot-at kiosk.stagger "
 declare -A PCONF=()
 
 profile_names() {

@@ -83,6 +83,10 @@ expect kiosk-bad-rotate 'kiosk.rotate=45: use 0, 90, 180 or 270' 'declare -A c=(
 expect kiosk-bad-zoom 'kiosk.zoom=big: use a number' 'declare -A c=([kiosk.url]=http://x/ [kiosk.zoom]=big); kiosk_check c t' fail
 expect kiosk-bad-cursor 'kiosk.cursor=maybe: use yes or no' 'declare -A c=([kiosk.url]=http://x/ [kiosk.cursor]=maybe); kiosk_check c t' fail
 expect kiosk-bad-url 'kiosk.url=file:///etc/passwd: use an http:// or https:// address' 'declare -A c=([kiosk.url]=file:///etc/passwd); kiosk_check c t' fail
+expect kiosk-min-version-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.config.min-version]=2147483647); kiosk_check c t; echo ok'
+for v in 2147483648 9223372036854775808 7a -1; do
+	expect "kiosk-bad-min-version-$v" "kiosk.config.min-version=$v: use a whole number below 2\\^31" "declare -A c=([kiosk.url]=http://x/ [kiosk.config.min-version]=$v); kiosk_check c t" fail
+done
 expect kiosk-idle-seconds '^300 45 7200$' 'for v in 5min 45s 2h; do "$TOP/rootfs/kiosk/kiosk" seconds $v; done | paste -sd" " -'
 # kiosk prepare's allowlist (the managed policy beside URLBlocklist "*"): kiosk.url='s origin, http(s) entries as
 # given, an entry without a scheme as its http and https forms (chromium would match it against chrome:// too), and
