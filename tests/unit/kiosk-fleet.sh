@@ -18,9 +18,32 @@ require admin-key openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256
 require other-key openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$w/other.key"
 require admin-pubkey openssl pkey -in "$w/admin.key" -pubout -out "$w/admin.pem"
 
-# The server: python3's http.server on a free loopback port, serving $w/www.
+# The server: python3's http.server on a free loopback port, serving $w/www; /huge* a reply of 3 MiB in chunks
+# (Transfer-Encoding: chunked, no Content-Length: what curl's --max-filesize cannot see).
 mkdir -p "$w/www"
-python3 -m http.server --bind 127.0.0.1 --directory "$w/www" 0 >"$w/httpd.log" 2>&1 &
+cat >"$w/server.py" <<'P'
+import functools, http.server, sys
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if not self.path.startswith("/huge"):
+            return super().do_GET()
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        chunk = b"#" * 65535 + b"\n"
+        try:
+            for _ in range(48):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.write(b"0\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=sys.argv[1]))
+print("Serving HTTP on 127.0.0.1 port %d ..." % server.server_port, flush=True)
+server.serve_forever()
+P
+python3 "$w/server.py" "$w/www" >"$w/httpd.log" 2>&1 &
 at_exit "kill $! 2>/dev/null"
 port=''
 for _ in $(seq 100); do
@@ -245,6 +268,16 @@ fact floor-store-profile-kept http://profile.example/ kiosk get url
 cp "$w/kiosk.conf.nofloor" "$w/kiosk.conf"
 check floor-none-fetch fetch
 metric floor-none-taken config_version 7
+
+# 5d. A reply larger than 1 MiB, sent in chunks (no Content-Length for curl's --max-filesize): refused by name
+# after 1 MiB + 1 byte, nothing of it left in root's directory, the configuration in use kept.
+CMDLINE="quiet kiosk.config=http://127.0.0.1:$port/huge.conf kiosk.group=lobby"
+check huge-fetch fetch
+check huge-refused said 'huge.conf is larger than 1048576 bytes: refused'
+check huge-not-left test ! -e "$w/run.fleet/fleet/new" -a ! -e "$w/run.fleet/fleet/new.sig"
+metric huge-fetch-failed config_fetch_ok 0
+metric huge-version-kept config_version 7
+CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby"
 
 # 6. The command line still wins over the fleet; the fleet over the profile.
 CMDLINE="quiet kiosk.config=$CFG kiosk.group=lobby kiosk.url=http://cmdline.example/"
