@@ -7,9 +7,9 @@
 # TARGET is a stick image file or a stick's device (a device asks for its name typed back first).
 # The stick: one FAT32 partition (MBR, bootable) holding GRUB for BIOS (core.img in the gap before it) and UEFI
 # (EFI/BOOT/BOOTX64.EFI), its menu (grub/grub.cfg, iso/slots.cfg), the two slots liveunion/a.iso and liveunion/b.iso,
-# GRUB's environment block liveunion/grubenv (slot=, tries=, failed=) and the store liveunion/liveunion-rw.img
-# beside them. An update writes only the inactive slot's file and then grubenv; the store and the active slot are
-# never written. docs/persistence.md, "Updating a stick".
+# GRUB's environment block liveunion/grubenv (slot=, tries=, failed=) with its copy liveunion/grubenv.bak, and the
+# store liveunion/liveunion-rw.img beside them. An update writes only the inactive slot's file and then the two
+# blocks (grubenv.bak first); the store and the active slot are never written. docs/persistence.md, "Updating a stick".
 set -euo pipefail
 export LC_ALL=C
 umask 022
@@ -20,7 +20,7 @@ die() { printf 'liveunion usb: error: %s\n' "$*" >&2; exit 1; }
 log() { printf 'liveunion usb: %s\n' "$*" >&2; }
 GRUB_MODULES="part_msdos fat iso9660 loopback linux normal configfile serial terminal echo test regexp loadenv"
 
-action='' target='' iso=$OUT/liveunion.iso out='' size=256M tries=3 yes=0
+action='' target='' iso=$OUT/liveunion.iso isoname='' out='' size=256M tries=3 yes=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--slots) action='make' ;;
@@ -56,6 +56,12 @@ env_block() {
 
 # env_get FILE NAME: the value of NAME in the environment block FILE ("" when absent).
 env_get() { sed -n "s/^$2=//p" "$1" | head -n 1; }
+# env_valid FILE: FILE is a whole block as the stick's menu takes it (the header, slot=a or slot=b); a block torn by
+# a power cut while it was written is not, and the menu and this script read grubenv.bak then.
+env_valid() {
+	[ "$(stat -c %s "$1")" = 1024 ] && [ "$(head -n 1 "$1")" = '# GRUB Environment Block' ] &&
+		case "$(env_get "$1" slot)" in a | b) true ;; *) false ;; esac
+}
 
 make_stick() {
 	local d=$work part=$work/part.img bytes pbytes isob
@@ -86,7 +92,7 @@ make_stick() {
 	mkfs.vfat -F 32 -n LIVEUNION-S "$part" >/dev/null || die "mkfs.vfat on the file $part failed"
 	mmd -i "$part" ::/EFI ::/EFI/BOOT ::/grub ::/liveunion || die "mmd failed"
 	{ mcopy -i "$part" "$d/bootx64.efi" ::/EFI/BOOT/BOOTX64.EFI && mcopy -i "$part" "$TOP/iso/slots.cfg" ::/grub/grub.cfg &&
-		mcopy -i "$part" "$d/grubenv" ::/liveunion/grubenv && mcopy -i "$part" "$d/slot.iso" ::/liveunion/a.iso &&
+		mcopy -i "$part" "$d/grubenv" ::/liveunion/grubenv.bak && mcopy -i "$part" "$d/grubenv" ::/liveunion/grubenv && mcopy -i "$part" "$d/slot.iso" ::/liveunion/a.iso &&
 		mcopy -i "$part" "$d/slot.iso" ::/liveunion/b.iso && mcopy -i "$part" "$d/liveunion-rw.img" ::/liveunion/liveunion-rw.img; } ||
 		die "mcopy onto the FAT32 failed"
 	rm -f "$out.tmp" && truncate -s $((1024 * 1024 + $(stat -c %s "$part"))) "$out.tmp"
@@ -101,8 +107,9 @@ make_stick() {
 }
 
 # open_stick: the stick's FAT32 (partition 1) as mtools reads it ($fat: TARGET@@OFFSET) and where its clusters lie
-# ($data: the byte of cluster 2, $cbytes: bytes a cluster); its grubenv read into $work/grubenv. Nothing is mounted:
-# an update writes the slot's clusters and grubenv's in place, as GRUB's save_env does.
+# ($data: the byte of cluster 2, $cbytes: bytes a cluster); its boot choice read into $work/grubenv: grubenv, or
+# grubenv.bak where grubenv is not a whole block (torn). Nothing is mounted: an update writes the slot's clusters and
+# the blocks' in place, as GRUB's save_env does.
 open_stick() {
 	local start ss spc res fats fatlen
 	[ -e "$target" ] || die "$target: no such stick image or device"
@@ -125,11 +132,18 @@ open_stick() {
 		die "$target: cannot read the FAT32 geometry of partition 1 (minfo)"
 	cbytes=$((ss * spc))
 	data=$((start * 512 + (res + fats * fatlen) * ss))
-	{ mtype -i "$fat" ::/liveunion/grubenv >"$work/grubenv" 2>/dev/null && [ "$(stat -c %s "$work/grubenv")" = 1024 ]; } ||
-		die "$target has no 1024-byte liveunion/grubenv: not an A/B stick"
-	active=$(env_get "$work/grubenv" slot) && [ "$active" = b ] || active=a
+	mtype -i "$fat" ::/liveunion/grubenv >"$work/grubenv" 2>/dev/null || die "$target has no liveunion/grubenv: not an A/B stick"
+	if ! env_valid "$work/grubenv"; then
+		{ mtype -i "$fat" ::/liveunion/grubenv.bak >"$work/grubenv" 2>/dev/null && env_valid "$work/grubenv"; } ||
+			die "$target: neither liveunion/grubenv nor liveunion/grubenv.bak is a whole GRUB environment block with slot=a or b"
+		log "liveunion/grubenv is not a whole block (torn?): read liveunion/grubenv.bak; the next switch writes both"
+	fi
+	active=$(env_get "$work/grubenv" slot)
 	pending=$(env_get "$work/grubenv" tries)
 	failed=$(env_get "$work/grubenv" failed)
+	case "$pending" in '' | 0 | 1 | 2 | 3) ;; *)
+		log "tries=$pending in grubenv is not 0-3: the menu takes it as 0 (slot $active has failed; the other boots next)" ;;
+	esac
 	if [ "$active" = a ]; then inactive=b; else inactive=a; fi
 }
 
@@ -156,19 +170,27 @@ confirm() {
 	[ "$answer" = "$target" ] || die "not confirmed; nothing written"
 }
 
-# write_env SLOT TRIES FAILED: the switch. grubenv's sectors are overwritten in place (where GRUB's save_env
-# writes them too) and synced; its values lie in the first sector, so the switch is one sector's write.
-# grub-editenv would truncate the file and write it anew, which a power cut could leave empty.
-write_env() {
+# write_block NAME: $work/grubenv.new over liveunion/NAME's sectors in place (where GRUB's save_env writes them too),
+# synced and read back. grub-editenv would truncate the file and write it anew, which a power cut could leave empty.
+write_block() {
 	local foff doff n
-	env_block "$@" >"$work/grubenv.new"
 	while read -r foff doff n; do
 		[ "$foff" -lt 1024 ] || break
 		[ "$n" -le $((1024 - foff)) ] || n=$((1024 - foff))
 		dd if="$work/grubenv.new" of="$target" bs=512 iflag=skip_bytes,count_bytes oflag=seek_bytes skip="$foff" \
-			seek="$doff" count="$n" conv=notrunc,fsync status=none || die "writing liveunion/grubenv failed"
-	done < <(extents grubenv)
-	mtype -i "$fat" ::/liveunion/grubenv | cmp -s - "$work/grubenv.new" || die "liveunion/grubenv reads back wrong"
+			seek="$doff" count="$n" conv=notrunc,fsync status=none || die "writing liveunion/$1 failed"
+	done < <(extents "$1")
+	mtype -i "$fat" "::/liveunion/$1" | cmp -s - "$work/grubenv.new" || die "liveunion/$1 reads back wrong"
+}
+
+# write_env SLOT TRIES FAILED: the switch, double-buffered. grubenv.bak gets the whole new state first, synced, then
+# grubenv: a power cut tearing grubenv's sector leaves a block the menu does not take (no header or no slot=), and it
+# reads grubenv.bak, the new state; one tearing grubenv.bak leaves grubenv whole, the old state. A stick made before
+# grubenv.bak existed has grubenv alone (one sector's write, no copy to fall back on).
+write_env() {
+	env_block "$@" >"$work/grubenv.new"
+	if [ -n "$(file_bytes grubenv.bak)" ]; then write_block grubenv.bak; fi
+	write_block grubenv
 }
 
 # iso_file_loop ISO PATH: a read-only loop device over the bytes of file PATH inside ISO (xorriso reports where they
@@ -188,25 +210,26 @@ iso_file_loop() {
 check_new() {
 	local verify l name hash n=0 data hashdev
 	xorriso -osirrox on -indev "$iso" -extract /boot/grub/loopback.cfg "$work/loopback.cfg" >/dev/null 2>&1 ||
-		die "$iso has no /boot/grub/loopback.cfg: not a liveunion ISO"
+		die "$isoname has no /boot/grub/loopback.cfg: not a liveunion ISO"
 	verify=$(grep -o 'live\.verify=[^ "]*' "$work/loopback.cfg" | head -n 1 | sed 's/^live\.verify=//')
-	[ -n "$verify" ] || die "$iso: its menu names no root hashes (live.verify=): built without dm-verity, it cannot be checked; refusing"
+	[ -n "$verify" ] || die "$isoname: its menu names no root hashes (live.verify=): built without dm-verity, it cannot be checked; refusing"
 	for l in ${verify//,/ }; do
 		name=${l%%:*} hash=${l#*:}
 		{ iso_file_loop "$iso" "/live/$name.squashfs" && data=$floop && iso_file_loop "$iso" "/live/$name.verity" &&
 			hashdev=$floop; } ||
-			die "$iso: layer $name is named by its menu but missing: refusing the update, nothing written"
+			die "$isoname: layer $name is named by its menu but missing: refusing the update, nothing written"
 		veritysetup verify "$data" "$hashdev" "$hash" >/dev/null 2>&1 ||
-			die "$iso: layer $name does not match its root hash ($hash): tampered or damaged; refusing the update, nothing written"
+			die "$isoname: layer $name does not match its root hash ($hash): tampered or damaged; refusing the update, nothing written"
 		n=$((n + 1))
 	done
-	log "checked $(basename "$iso"): $n layer(s) match their root hashes"
+	log "checked $(basename "$isoname"): $n layer(s) match their root hashes"
 }
 
 update() {
 	local newb oldb freeb padded written=0 t0 sum grown=''
 	[ -f "$iso" ] || die "no ISO at $iso"
 	t0=$(date +%s.%N)
+	isoname=$iso
 	check_new
 	sum=$(sha256sum <"$iso") && sum=${sum%% *}
 	open_stick
@@ -221,7 +244,7 @@ update() {
 	if [ "$newb" -gt "$oldb" ]; then
 		padded=$(((newb + newb / 4 + 1048575) / 1048576 * 1048576))
 		[ $((padded - oldb)) -le "$freeb" ] ||
-			die "the stick is too full for $(basename "$iso") ($newb bytes, $padded with room to grow) in slot $inactive: $freeb bytes free beside the $oldb of that slot; nothing written"
+			die "the stick is too full for $(basename "$isoname") ($newb bytes, $padded with room to grow) in slot $inactive: $freeb bytes free beside the $oldb of that slot; nothing written"
 	fi
 	confirm
 	log "writing slot $inactive (slot $active boots and is not touched)"
@@ -237,7 +260,7 @@ update() {
 			die "writing slot $inactive failed (slot $active still boots)"
 	fi
 	[ "$(mtype -i "$fat" "::/liveunion/$inactive.iso" | head -c "$newb" | sha256sum | cut -d' ' -f1)" = "$sum" ] ||
-		die "slot $inactive read back differs from $(basename "$iso"): not switched (slot $active still boots)"
+		die "slot $inactive read back differs from $(basename "$isoname"): not switched (slot $active still boots)"
 	write_env "$inactive" "$tries" ''
 	log "switched: slot $inactive boots next, with $tries tries to come up healthy, else slot $active again"
 	log "copied $written of $newb bytes ($((written * 100 / newb))%)$grown in $(printf '%.1f' "$(echo "$(date +%s.%N) - $t0" | bc)") s"

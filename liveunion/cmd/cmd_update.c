@@ -2,7 +2,9 @@
  * system. The stick's GRUB keeps it in liveunion/grubenv beside the slots a.iso and b.iso (iso/slots.cfg): slot=,
  * tries= (a slot on trial: boots left before GRUB falls back) and failed= (a slot that used its tries). The FAT
  * holding them is mounted read-only by the init (and a store may be used in place on it), so the block is read and
- * written on the partition itself, at the sectors the file system's block map gives: where GRUB's save_env writes. */
+ * written on the partition itself, at the sectors the file system's block map gives: where GRUB's save_env writes.
+ * Double-buffered: grubenv.bak beside it gets the whole new state first, then grubenv; a grubenv torn by a power cut
+ * (no header, or no slot=a|b) is read from grubenv.bak, as the menu does. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -57,7 +59,10 @@ static int plan_get(const char *plan, const char *key, char *out, size_t len)
 	return rc;
 }
 
-static void env_parse(const char *buf, struct grubenv *e)
+/* env_parse BUF E: the values of a block (BUF, ENV_BYTES bytes, untrusted). -1 when a line holds a backslash: GRUB
+ * escapes '\\' and a newline in a value that way, and no writer of a stick's block puts one there, so such a block
+ * is refused rather than read wrong (and written back changed). */
+static int env_parse(const char *buf, struct grubenv *e)
 {
 	char copy[ENV_BYTES + 1], *line, *save = NULL;
 	size_t used = 0;
@@ -68,6 +73,8 @@ static void env_parse(const char *buf, struct grubenv *e)
 	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		if (line[0] == '#')
 			continue;
+		if (strchr(line, '\\'))
+			return -1;
 		if (!strncmp(line, "slot=", 5))
 			snprintf(e->slot, sizeof e->slot, "%s", line + 5);
 		else if (!strncmp(line, "tries=", 6))
@@ -79,6 +86,31 @@ static void env_parse(const char *buf, struct grubenv *e)
 	}
 	if (strcmp(e->slot, "b") != 0)
 		strcpy(e->slot, "a"); /* as the menu reads it */
+	return 0;
+}
+
+/* A block the menu takes: the header, and slot=a or slot=b (a torn one has neither or not both). */
+static int env_whole(const char *buf)
+{
+	const char *p = buf + strlen(ENV_HEADER), *end = buf + ENV_BYTES;
+
+	if (memcmp(buf, ENV_HEADER, strlen(ENV_HEADER)) != 0)
+		return 0;
+	while (p + 7 <= end) { /* "slot=a\n" at a line's start */
+		if (!memcmp(p, "slot=", 5) && (p[5] == 'a' || p[5] == 'b') && p[6] == '\n')
+			return 1;
+		p = memchr(p, '\n', (size_t)(end - p));
+		if (!p)
+			return 0;
+		p++;
+	}
+	return 0;
+}
+
+/* The values of tries= the menu counts down (any other it takes as 0). */
+static int tries_known(const char *t)
+{
+	return !t[0] || ((t[0] >= '0' && t[0] <= '3') && !t[1]);
 }
 
 /* The block as GRUB reads it: the header, our three values first (in the first sector), '#' up to 1024 bytes. */
@@ -123,9 +155,16 @@ static int env_open(struct envloc *l, char *buf)
 				return say_err(l->dev, "cannot read the block of grubenv");
 		}
 	}
-	if (memcmp(buf, ENV_HEADER, strlen(ENV_HEADER)) != 0)
-		return say_err(l->file, "not a GRUB environment block (no header)");
 	return 0;
+}
+
+static void env_close(struct envloc *l)
+{
+	if (l->devfd >= 0)
+		close(l->devfd);
+	if (l->filefd >= 0)
+		close(l->filefd);
+	l->devfd = l->filefd = -1;
 }
 
 /* Writes the block where it lies and syncs it. */
@@ -161,10 +200,10 @@ static const char *usage_text =
 int cmd_update(int argc, char **argv)
 {
 	const char *plan = LIVE_RUN "/" LIVE_PLAN, *envfile = NULL, *act = "--status";
-	char buf[ENV_BYTES + 1], iso[4096], booted[8] = "";
-	struct envloc l = {.devfd = -1, .filefd = -1};
+	char buf[ENV_BYTES + 1], bakbuf[ENV_BYTES + 1], iso[4096], booted[8] = "";
+	struct envloc l = {.devfd = -1, .filefd = -1}, b = {.devfd = -1, .filefd = -1};
 	struct grubenv e;
-	int boot = 0, rc;
+	int boot = 0, rc, bak = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--status") || !strcmp(argv[i], "--good") || !strcmp(argv[i], "--rollback"))
@@ -202,15 +241,51 @@ int cmd_update(int argc, char **argv)
 		    (int)sizeof l.file)
 			return say_err(iso, "path too long");
 	}
-	if (env_open(&l, buf) != 0)
+	if (env_open(&l, buf) != 0) {
+		env_close(&l);
 		return 1;
-	env_parse(buf, &e);
+	}
+	/* grubenv.bak, where the stick has one (made before it existed: grubenv alone) */
+	if (snprintf(b.file, sizeof b.file, "%s.bak", l.file) >= (int)sizeof b.file) {
+		env_close(&l);
+		return say_err(l.file, "path too long");
+	}
+	memcpy(b.dev, l.dev, sizeof b.dev);
+	if (access(b.file, F_OK) == 0) {
+		if (env_open(&b, bakbuf) != 0) {
+			env_close(&l);
+			env_close(&b);
+			return 1;
+		}
+		bak = 1;
+	}
+	if (!env_whole(buf)) {
+		if (bak && !memcmp(bakbuf, ENV_HEADER, strlen(ENV_HEADER))) {
+			fprintf(stderr, PROG " update: %s: not a whole environment block (torn?): read %s\n", l.file,
+				b.file);
+			memcpy(buf, bakbuf, ENV_BYTES);
+		} else if (memcmp(buf, ENV_HEADER, strlen(ENV_HEADER)) != 0) {
+			env_close(&l);
+			env_close(&b);
+			return say_err(l.file, "not a GRUB environment block (no header)");
+		}
+	}
+	if (env_parse(buf, &e) != 0) {
+		env_close(&l);
+		env_close(&b);
+		return say_err(l.file,
+			       "a value holds a backslash escape, which no writer of a stick's block puts there: "
+			       "refusing to read or rewrite it");
+	}
 	rc = 0;
 	if (!strcmp(act, "--status")) {
 		printf("slot %s boots%s", e.slot, booted[0] ? "" : "\n");
 		if (booted[0])
 			printf(" (this system is slot %s)\n", booted);
-		if (e.tries[0])
+		if (!tries_known(e.tries))
+			printf("slot %s: tries=%s is not 0-3: the menu takes it as 0 and boots slot %s next\n", e.slot,
+			       e.tries, e.slot[0] == 'a' ? "b" : "a");
+		else if (e.tries[0])
 			printf("slot %s is on trial: %s boot(s) left before slot %s boots again\n", e.slot, e.tries,
 			       e.slot[0] == 'a' ? "b" : "a");
 		else
@@ -224,12 +299,16 @@ int cmd_update(int argc, char **argv)
 			printf("liveunion: slot %s booted after slot %s did not come up healthy in its tries: rolled "
 			       "back\n",
 			       e.slot, e.failed);
+		} else if (!tries_known(e.tries)) {
+			rc = say_err(l.file,
+				     "tries= is not 0-3: the stick's menu takes it as 0 and boots the other slot "
+				     "next; nothing marked");
 		} else if (!e.tries[0]) {
 			if (!boot)
 				printf("slot %s is good already\n", e.slot);
 		} else {
 			e.tries[0] = '\0';
-			if ((rc = env_write(&l, &e)) == 0)
+			if ((rc = (bak ? env_write(&b, &e) : 0) || env_write(&l, &e)) == 0)
 				printf("liveunion: slot %s came up healthy: kept (slot %s stays the way back)\n",
 				       e.slot, e.slot[0] == 'a' ? "b" : "a");
 		}
@@ -242,12 +321,10 @@ int cmd_update(int argc, char **argv)
 			e.failed[0] = '\0';
 		snprintf(e.slot, sizeof e.slot, "%s", other);
 		e.tries[0] = '\0';
-		if ((rc = env_write(&l, &e)) == 0)
+		if ((rc = (bak ? env_write(&b, &e) : 0) || env_write(&l, &e)) == 0)
 			printf("slot %s boots from now on\n", e.slot);
 	}
-	if (l.devfd >= 0)
-		close(l.devfd);
-	if (l.filefd >= 0)
-		close(l.filefd);
+	env_close(&l);
+	env_close(&b);
 	return rc;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check and require
-# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, nothing written outside the inactive slot's clusters and grubenv's (the store and the active slot untouched), the new slot on trial then kept by a healthy boot (only once its services have started), the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a power cut halfway through writing the slot (replayed on the host) boots the old slot; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
+# summary: an A/B stick (./build.sh usb --slots) updated in place three times in a row (a changed layer each time): only the changed bytes copied, nothing written outside the inactive slot's clusters and grubenv's (the store and the active slot untouched), the new slot on trial then kept by a healthy boot (only once its services have started), a grubenv torn after the switch read from grubenv.bak by GRUB and the host and made whole by the kept boot, the store's file kept; a tampered image (named) and one too large for the stick refused with nothing written; a power cut halfway through writing the slot (replayed on the host) boots the old slot; a bad update (its boot never gets healthy) rolled back by GRUB within its tries, said at boot and by liveunion update; --rollback by hand
 # shellcheck source=tests/qemu/lib/persist.bash
 . "$(dirname "$0")/lib/persist.bash"
 img=$PDIR/stick.img tag=$$
@@ -56,6 +56,15 @@ kept_after_service() {
 	vm_note "service started at console line ${a:-?}, slot kept at ${k:-?}"
 	[ -n "$a" ] && [ -n "$k" ] && [ "$a" -lt "$k" ]
 }
+# tear_grubenv: grubenv's first sector zeroed, as a power cut while it was written can leave it on a flash stick
+tear_grubenv() {
+	local from to
+	read -r from to < <(clusters_of "$img" grubenv | head -n 1) && [ -n "$to" ] &&
+		dd if=/dev/zero of="$img" bs=512 count=1 oflag=seek_bytes seek="$from" conv=notrunc status=none
+}
+# env_whole NAME: liveunion/NAME on the stick is a whole block with slot=
+env_whole() { mtype -i "$img@@1M" "::/liveunion/$1" >"$PDIR/env" && head -n 1 "$PDIR/env" | grep -qx '# GRUB Environment Block' && grep -q '^slot=[ab]$' "$PDIR/env"; }
+
 # the first boot: no store file yet
 boot_release_first() { vm_start persist-update-v0 stick-bios "$img" && vm_login && vm_fact "cat /etc/release-n" v0; }
 # store_fsck_slots: the stick's store copied out of its FAT and checked
@@ -77,10 +86,11 @@ clusters_of() {
 	mshowfat -i "$1@@1M" "::/liveunion/$2" | tr ' ' '\n' | sed -n 's/^<\([0-9]*\)\(-\([0-9]*\)\)\{0,1\}>$/\1 \3/p' |
 		awk -v d="$data" -v c="$c" '{ e = ($2 == "") ? $1 : $2; print d + ($1 - 2) * c, d + (e - 1) * c - 1 }'
 }
-# only_slot_written BEFORE AFTER SLOT: every byte that differs lies in liveunion/SLOT.iso's clusters or grubenv's
+# only_slot_written BEFORE AFTER SLOT: every byte that differs lies in liveunion/SLOT.iso's clusters or the boot
+# choice's (grubenv, grubenv.bak)
 only_slot_written() {
 	local n
-	{ clusters_of "$2" "$3.iso" && clusters_of "$2" grubenv; } >"$PDIR/ranges" || return 1
+	{ clusters_of "$2" "$3.iso" && clusters_of "$2" grubenv && clusters_of "$2" grubenv.bak; } >"$PDIR/ranges" || return 1
 	n=$(cmp -l "$1" "$2" | awk 'NR == FNR { lo[NR] = $1; hi[NR] = $2; r = NR; next }
 		{ o = $1 - 1; ok = 0; for (i = 1; i <= r; i++) if (o >= lo[i] && o <= hi[i]) { ok = 1; break }
 		  if (!ok) { bad++; if (bad <= 3) printf "# written outside the slot: byte %d\n", o > "/dev/stderr" } }
@@ -115,7 +125,15 @@ for v in v1 v2 v3; do
 	check "update-$v-status-trial" said "^boots: slot $new, on trial with 3 tries left$"
 	check "update-$v-refused-while-on-trial" fails slots --update "$img" --iso "$PDIR/$v.iso"
 	check "update-$v-says-on-trial" said "slot $new is on trial"
+	if [ $v = v1 ]; then
+		# a power cut tore grubenv's sector after the switch: the menu and the host read grubenv.bak (slot b)
+		check torn-grubenv tear_grubenv
+		check torn-grubenv-status slots --status "$img"
+		check torn-grubenv-status-bak said "^boots: slot $new, on trial with 3 tries left$"
+		check torn-grubenv-status-says said 'liveunion/grubenv is not a whole block \(torn\?\): read liveunion/grubenv.bak'
+	fi
 	require "boot-$v" boot_release "$v"
+	[ $v != v1 ] || check torn-grubenv-grub-read-bak log_has 'liveunion: grubenv is not a whole block \(torn\?\): reading grubenv.bak'
 	check "boot-$v-grub-said-trial" log_has "liveunion: slot $new on trial, 2 tries left after this boot"
 	check "boot-$v-kept-after-service" kept_after_service "$new"
 	check "boot-$v-kept" log_has "liveunion: slot $new came up healthy: kept \(slot $slot stays the way back\)"
@@ -124,6 +142,8 @@ for v in v1 v2 v3; do
 	require "poweroff-$v" vm_poweroff
 	check "update-$v-status-good" slots --status "$img"
 	check "update-$v-good-on-host" said "^boots: slot $new$"
+	check "update-$v-grubenv-whole" env_whole grubenv
+	check "update-$v-grubenv-bak-whole" env_whole grubenv.bak
 	slot=$new
 done
 
