@@ -208,12 +208,13 @@ iso_file_loop() {
 
 # check_new: every layer of the new ISO against the root hash its own menu names, before anything is written.
 check_new() {
-	local verify l name hash n=0 data hashdev
+	local verify l name hash n=0 data hashdev layers
 	xorriso -osirrox on -indev "$iso" -extract /boot/grub/loopback.cfg "$work/loopback.cfg" >/dev/null 2>&1 ||
 		die "$isoname has no /boot/grub/loopback.cfg: not a liveunion ISO"
 	verify=$(grep -o 'live\.verify=[^ "]*' "$work/loopback.cfg" | head -n 1 | sed 's/^live\.verify=//')
 	[ -n "$verify" ] || die "$isoname: its menu names no root hashes (live.verify=): built without dm-verity, it cannot be checked; refusing"
-	for l in ${verify//,/ }; do
+	IFS=, read -ra layers <<<"$verify"
+	for l in "${layers[@]}"; do
 		name=${l%%:*} hash=${l#*:}
 		{ iso_file_loop "$iso" "/live/$name.squashfs" && data=$floop && iso_file_loop "$iso" "/live/$name.verity" &&
 			hashdev=$floop; } ||
@@ -229,7 +230,10 @@ update() {
 	local newb oldb freeb padded written=0 t0 sum grown=''
 	[ -f "$iso" ] || die "no ISO at $iso"
 	t0=$(date +%s.%N)
+	# One copy is checked, hashed and written: the file named could change between those reads.
 	isoname=$iso
+	cp --sparse=always "$iso" "$work/new.iso" || die "cannot copy $iso to $work"
+	iso=$work/new.iso
 	check_new
 	sum=$(sha256sum <"$iso") && sum=${sum%% *}
 	open_stick

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2317 # its functions run through check, require and at_exit (tests/lib.sh)
-# summary: iso/mkusb.sh stick images (partition, FAT32 and exFAT image file) keep the ISO's bytes and add partition 3; --device refuses what is not a free whole disk and writes nothing unconfirmed
+# summary: iso/mkusb.sh stick images (partition, FAT32 and exFAT image file) keep the ISO's bytes and add partition 3; --device refuses what is not a free whole disk and writes nothing unconfirmed; an A/B update takes a glob in the new ISO's live.verify= as a name
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 ISO=$OUT/liveunion.iso
@@ -45,4 +45,14 @@ check device-unconfirmed-writes-nothing sh -c "! setsid bash '$TOP/iso/mkusb.sh'
 check device-untouched test "$before" = "$(sha256sum <"$W/target")"
 check device-confirmed-written bash "$TOP/iso/mkusb.sh" --iso "$ISO" -o "$W/d.img" --persist-size 16M --device "$loop" --yes 2>"$W/err" || cat "$W/err"
 check device-holds-image cmp -s -n "$(stat -c %s "$W/d.img")" "$W/d.img" "$W/target"
+# An A/B update reads the root hashes from the new ISO's menu (live.verify=): a glob there is a name, not a pattern
+# matched against the build host's current directory.
+glob_iso() {
+	mkdir -p "$W/g/boot/grub" "$W/cwd" && touch "$W/cwd/decoy:0011" &&
+		printf 'linux /live/vmlinuz live.verify=*:0011\n' >"$W/g/boot/grub/loopback.cfg" &&
+		xorriso -as mkisofs -quiet -o "$W/glob.iso" "$W/g" >/dev/null 2>&1
+}
+check slots-glob-iso-made glob_iso
+check slots-glob-refused sh -c "cd '$W/cwd' && ! bash '$TOP/iso/mkusb.sh' --update '$W/no-stick.img' --iso '$W/glob.iso' 2>'$W/err'"
+check slots-glob-named-as-is grep -qF 'glob.iso: layer * is named by its menu but missing' "$W/err"
 finish
