@@ -126,7 +126,7 @@ resolved_url() { kiosk resolve "$w/www/kiosk.conf" | sed -n 's/^url=//p' | tail 
 HOST=k8 MACS=02:00:00:00:00:09 fact other-kiosk-by-host-gets-host http://host.example/ resolved_url
 HOST=k8 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact other-kiosk-without-group-by-host http://host.example/ resolved_url
 HOST=x1 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact foreign-kiosk-gets-all http://all.example/ resolved_url
-check allowlist-written grep -q '"http://mac.example", "http://cdn.example.org", "https://cdn.example.org"' "$w/policy/liveunion-kiosk-allow.json"
+check allowlist-written grep -q '"http://mac.example:80", "http://cdn.example.org", "https://cdn.example.org"' "$w/policy/liveunion-kiosk-allow.json"
 check browser-restarted-for-new-url ended
 check last-good-stored cmp "$w/conf" "$w/data/fleet/kiosk.conf"
 metric metric-version config_version 1
@@ -185,11 +185,15 @@ check same-version-changed-refused refused same-version 'changed without a highe
 for bad in 'rotate=45|rotate=45: use 0, 90, 180 or 270' 'password=hunter2|unknown key .password.' \
 	'url=http://admin:secret@intranet.example/|url=http://admin:secret@intranet.example/: use an http:// or https:// address \(no user:password@\)' \
 	'url=file:///etc/passwd|url=file:///etc/passwd: use an http' 'allow=chrome://settings|allow=: .chrome://settings. is not' \
-	'reboot-at=25:00|reboot-at=25:00: use HH:MM' '[room 12]|not a section'; do
+	'reboot-at=25:00|reboot-at=25:00: use HH:MM' '[room 12]|not a section' 'allow=*|allow=: .\*. is not an http' \
+	'allow=cdn.example.org,127.0.0.1:8080|allow=: .127.0.0.1:8080. names the kiosk itself' \
+	'allow=localhost|allow=: .localhost. names the kiosk itself' 'allow=http://[::1]/|allow=: .http://\[::1\]/. names the kiosk' \
+	'allow=printer.example:9100|allow=: .printer.example:9100. names the kiosk.s own port 9100'; do
 	printf '%s\n' "$(sed 's/^version=2$/version=9/' "$w/conf.2")" "${bad%%|*}" >"$w/conf"
 	publish
-	check "invalid-refused-${bad%%[=: ]*}" refused invalid "line [0-9]+: .*${bad#*|}" 1
-	metric "invalid-${bad%%[=: ]*}-counted" config_ok 0
+	name=${bad%%|*} name=${name//[^a-z0-9]/-}
+	check "invalid-refused-$name" refused invalid "line [0-9]+: .*${bad#*|}" 1
+	metric "invalid-$name-counted" config_ok 0
 done
 
 # 5. A reboot: nothing in /run; the server now serves a tampered file. The kept configuration (verified again) is

@@ -100,14 +100,17 @@ allow_run() { # KIOSK-ALLOW: the allowlist written for kiosk.url=https://kiosk.e
 		(cd "$d/cwd" && KIOSK_CMDLINE=$d/cmdline KIOSK_CONF=/dev/null KIOSK_POLICY_DIR=$d/policy "$TOP/rootfs/kiosk/kiosk" allowlist 2>&1) | tr '\n' ' ' &&
 		tr -d ' \n' <"$d/policy/liveunion-kiosk-allow.json"
 }
-AW='"http://127.0.0.1:47800/waiting.html","https://kiosk.example.org"'
+AW='"http://127.0.0.1:47800/waiting.html","https://kiosk.example.org:443"'
+# (the page's origin with its port: https://kiosk.example.org:443, not every port of the host)
 expect kiosk-allow-http-as-given "^\{\"URLAllowlist\":\[$AW,\"https://x.org/a\",\"http://cdn.example.org:8080/p\"\]\}\$" \
 	'allow_run https://x.org/a,http://cdn.example.org:8080/p'
 expect kiosk-allow-no-scheme-as-http-and-https "^\{\"URLAllowlist\":\[$AW,\"http://cdn.example.org\",\"https://cdn.example.org\",\"http://\.example.net/img\",\"https://\.example.net/img\"\]\}\$" \
 	'allow_run cdn.example.org,.example.net/img'
-expect kiosk-allow-star-not-expanded "^\{\"URLAllowlist\":\[$AW,\"http://\*\",\"https://\*\"\]\}\$" 'allow_run "*"'
-for a in chrome:settings chrome://settings file:///etc/passwd devtools:x view-source:http:x data:text/html javascript:x settings:x; do
-	expect "kiosk-allow-refuses-${a//[^a-z]/-}" "left out.*\{\"URLAllowlist\":\[$AW\]\}\$" "allow_run '$a'"
+expect kiosk-allow-star-not-expanded-refused "'\*' is not an http\(s\) URL filter.*left out.*\{\"URLAllowlist\":\[$AW\]\}\$" 'allow_run "*"'
+for a in chrome:settings chrome://settings file:///etc/passwd devtools:x view-source:http:x data:text/html javascript:x settings:x \
+	http://* '*.example.org' localhost https://LocalHost:8080/x sub.localhost 127.0.0.1 http://127.1.2.3:47800/ '[::1]' \
+	'http://[::1]:631/' 0.0.0.0 kiosk-12:9100 http://kiosk-12.example:9101/cgi-bin/screenshot; do
+	expect "kiosk-allow-refuses-${a//[^a-z0-9]/-}" "left out.*\{\"URLAllowlist\":\[$AW\]\}\$" "allow_run '$a'"
 done
 expect kiosk-chromium-packages '^alsa-utils,busybox,ca-certificates,cage,chromium,curl,fonts-dejavu-core,grim,openssl,prometheus-node-exporter,seatd,xkb-data,xwayland$' 'declare -A c=([name]=none [kiosk.url]=http://x/); kiosk_packages c | paste -sd, -'
 expect kiosk-firefox-packages '^alsa-utils,busybox,ca-certificates,cage,curl,firefox-esr,' 'declare -A c=([name]=none [kiosk.url]=http://x/ [kiosk.browser]=firefox); kiosk_packages c | paste -sd, -'
