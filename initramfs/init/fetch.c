@@ -20,13 +20,22 @@
 #include "progress.h"
 #include "util.h"
 
+#ifndef WGET /* the unit tests build with their own */
 #define WGET "/bin/wget"
+#endif
 /* Seconds a transfer may bring nothing before wget is stopped and the download retried. busybox wget's own -T
  * would do it, but Debian's busybox-static 1.35 crashes (SIGSEGV) on -T: the init watches the file instead. */
 #define WGET_IDLE_S 10
 #define BACKOFF_MAX_S 8
 #define MANIFEST "live/MANIFEST"
+/* The buffer the MANIFEST is read into: a longer one (256 files of long names would be about 20 KiB; an image has a
+ * few) is not a MANIFEST, and its transfer is stopped once it has more. */
 #define MANIFEST_MAX 16384
+/* The whole fetch has a deadline, so a server that trickles a byte now and then (which the idle check and
+ * live.timeout, both about no data at all, let through) cannot hold the boot for ever: the MANIFEST within
+ * live.timeout s of the first try, the layers within live.timeout s plus their bytes at FETCH_MIN_RATE (256 KiB/s,
+ * 2 Mbit/s: 1 GiB in 68 min). Then the boot stops naming the file, the URL and what was tried. */
+#define FETCH_MIN_RATE (256ULL << 10)
 
 /* n bytes at s that end with suffix: their length without it, else 0. */
 static size_t stem_len(const char *s, size_t n, const char *suffix)
@@ -112,14 +121,25 @@ static void last_line(const char *path, char *buf, size_t len)
 	text_fmt(buf, len, "%s", nl ? nl + 1 : text);
 }
 
+struct source {
+	char urls[FETCH_URL_MAX][FETCH_URL_LEN];
+	int n, cur;
+	unsigned timeout;
+	double start, deadline; /* progress_now() of the first try, and when the step gives up */
+};
+
+/* Why wget_once stopped wget itself, if it did. */
+enum stopped { RAN_OUT, STOP_IDLE, STOP_BIG, STOP_LATE };
+
 /* One wget run of url into dest (continued where it stopped with -c), with the progress counted as the file
- * grows. Its exit status (128+signal), -1 if it could not run. */
-static int wget_once(const char *url, const char *dest, bool resume, struct progress *pr, double *last_growth)
+ * grows; stopped after WGET_IDLE_S s without data, once the file has more than cap bytes (0: no cap) or at the
+ * source's deadline (*why says which). Its exit status (128+signal), -1 if it could not run. */
+static int wget_once(const char *url, const char *dest, bool resume, unsigned long long cap, const struct source *src,
+		     struct progress *pr, double *last_growth, enum stopped *why)
 {
 	const char *argv[] = {WGET, "-q", resume ? "-c" : "-q", "-O", dest, url, NULL};
 	unsigned long long before = file_size(dest), now;
 	double grew = progress_now();
-	bool killed = false;
 	int st, fd;
 	pid_t pid = fork();
 
@@ -132,6 +152,7 @@ static int wget_once(const char *url, const char *dest, bool resume, struct prog
 		execv(WGET, (char *const *)argv);
 		_exit(127);
 	}
+	*why = RAN_OUT;
 	for (;;) {
 		pid_t r = waitpid(pid, &st, WNOHANG);
 
@@ -146,32 +167,33 @@ static int wget_once(const char *url, const char *dest, bool resume, struct prog
 		}
 		if (r == pid)
 			break;
-		if (!killed && progress_now() - grew >= WGET_IDLE_S) {
-			msg("live.fetch: %s: no data for %d s: stopping this try", url, WGET_IDLE_S);
-			if (kill(pid, SIGKILL) != 0)
+		if (*why == RAN_OUT) {
+			if (cap && now > cap)
+				*why = STOP_BIG;
+			else if (progress_now() >= src->deadline)
+				*why = STOP_LATE;
+			else if (progress_now() - grew >= WGET_IDLE_S) {
+				msg("live.fetch: %s: no data for %d s: stopping this try", url, WGET_IDLE_S);
+				*why = STOP_IDLE;
+			}
+			if (*why != RAN_OUT && kill(pid, SIGKILL) != 0)
 				dbg("kill wget: %s", strerror(errno));
-			killed = true;
 		}
 		sleep_ms(200);
 	}
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
-struct source {
-	char urls[FETCH_URL_MAX][FETCH_URL_LEN];
-	int n, cur;
-	unsigned timeout;
-};
-
-/* rel from the current URL into dest, bytes long (0: whatever the server sends, from scratch each try). Failures
- * move on to the next URL after a pause that doubles up to BACKOFF_MAX_S; live.timeout s without a byte more
- * ends it. */
+/* rel from the current URL into dest, bytes long (0: whatever the server sends, up to cap bytes, from scratch each
+ * try). Failures move on to the next URL after a pause that doubles up to BACKOFF_MAX_S; live.timeout s without a
+ * byte more, or the source's deadline, ends it. */
 static int download(struct source *src, const char *rel, const char *dest, unsigned long long bytes,
-		    struct progress *pr)
+		    unsigned long long cap, struct progress *pr)
 {
 	char url[PATH_LEN], why[200];
-	double last_growth = progress_now(), backoff = 1;
+	double last_growth = progress_now(), backoff = 1, left;
 	unsigned long long have;
+	enum stopped stop;
 	int rc, tries = 0;
 
 	for (;;) {
@@ -185,16 +207,30 @@ static int download(struct source *src, const char *rel, const char *dest, unsig
 			return -1;
 		if (!bytes && unlink(dest) != 0 && errno != ENOENT)
 			return fail(errno, "remove %s", dest);
-		rc = wget_once(url, dest, bytes != 0, pr, &last_growth);
+		rc = wget_once(url, dest, bytes != 0, cap, src, pr, &last_growth, &stop);
 		if (rc < 0)
 			return fail(errno, "run " WGET);
 		have = file_size(dest);
-		if (rc == 0 && (!bytes || have == bytes))
+		if (bytes ? have == bytes : rc == 0 && (!cap || have <= cap))
 			return 0;
 		tries++;
 		last_line(LIVE_RUN "/fetch.err", why, sizeof(why));
-		if (rc == 0)
+		if (stop == STOP_BIG || (cap && have > cap))
+			text_fmt(why, sizeof(why), "it sent more than %llu bytes, more than a MANIFEST holds: stopped",
+				 cap);
+		else if (stop == STOP_LATE)
+			text_fmt(why, sizeof(why), "still sending (%llu bytes here) at the deadline: stopped", have);
+		else if (rc == 0)
 			text_fmt(why, sizeof(why), "the transfer ended at %llu of %llu bytes", have, bytes);
+		/* no try that would begin at the deadline or after it */
+		left = src->deadline - progress_now();
+		if (left <= backoff)
+			return fail(
+				ETIMEDOUT,
+				"live.fetch: download %s: not done within %.0f s (the deadline: live.timeout, for the "
+				"layers plus their size at %llu KiB/s) after %d tries; last from %s: %s",
+				rel, src->deadline - src->start, FETCH_MIN_RATE >> 10, tries, url,
+				why[0] ? why : "wget failed");
 		if (progress_now() - last_growth >= src->timeout)
 			return fail(
 				ETIMEDOUT,
@@ -236,7 +272,9 @@ int fetch_medium(const struct plan *p, struct boot *b)
 	if (path_fmt(manifest, sizeof(manifest), "%s/fetch-MANIFEST", p->run_live) != 0)
 		return -1;
 	msg("live.fetch: reading %s%s (%d URL(s))", src.urls[src.cur], MANIFEST, src.n);
-	if (download(&src, MANIFEST, manifest, 0, NULL) != 0)
+	src.start = progress_now();
+	src.deadline = src.start + src.timeout;
+	if (download(&src, MANIFEST, manifest, 0, MANIFEST_MAX - 1, NULL) != 0)
 		return -1;
 	if (read_text(manifest, text, sizeof(text)) < 0)
 		return -1;
@@ -266,8 +304,10 @@ int fetch_medium(const struct plan *p, struct boot *b)
 	}
 	if (path_fmt(dest, sizeof(dest), "%s/live", dir) != 0 || mkdir_p(dest, 0755) != 0)
 		return -1;
-	msg("live.fetch: %d file(s), %llu bytes (%llu MiB), into RAM at %s (MemAvailable %llu MiB)", n, total,
-	    total >> 20, dir, p->facts.mem_available >> 20);
+	src.start = progress_now();
+	src.deadline = src.start + src.timeout + (double)(total / FETCH_MIN_RATE);
+	msg("live.fetch: %d file(s), %llu bytes (%llu MiB), into RAM at %s (MemAvailable %llu MiB), within %.0f s", n,
+	    total, total >> 20, dir, p->facts.mem_available >> 20, src.deadline - src.start);
 	progress_start(&pr, "live.fetch", total);
 	for (i = 0; i < n; i++) {
 		char rel[96];
@@ -276,7 +316,7 @@ int fetch_medium(const struct plan *p, struct boot *b)
 		    path_fmt(dest, sizeof(dest), "%s/%s", dir, rel) != 0)
 			return -1;
 		pr.done += file_size(dest); /* a retry: what is there already */
-		if (download(&src, rel, dest, files[i].bytes, &pr) != 0)
+		if (download(&src, rel, dest, files[i].bytes, 0, &pr) != 0)
 			return -1;
 	}
 	secs = progress_end(&pr);

@@ -1,11 +1,21 @@
 /* Unit tests: network boot's parsers (initramfs/init/net.c, fetch.c, nbd.c): ip=, BOOTIF=, the interface order,
- * live.fetch= URLs and the served MANIFEST, live.nbd= and the NBD handshake replies. */
+ * live.fetch= URLs and the served MANIFEST, live.nbd= and the NBD handshake replies; live.fetch='s downloads
+ * against a stand-in wget (init-unit.sh writes it) that serves well, trickles or floods. */
 #include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "fetch.h"
 #include "init-test.h"
+#include "log.h"
 #include "nbd.h"
 #include "net.h"
+#include "progress.h"
+#include "util.h"
+
+#ifndef WGET
+#error "build with -DWGET=the stand-in wget (tests/unit/init-unit.sh)"
+#endif
 
 static void test_ip(void)
 {
@@ -141,6 +151,66 @@ static void test_manifest(void)
 	      "too many: %s", err);
 }
 
+/* fetch_medium against the stand-in wget, live.timeout=2, from http://t/MODE/: its result, its seconds. */
+static int fetch_as(const char *mode, char *run_live, double *secs)
+{
+	static struct plan p;
+	static struct boot b;
+	double t0 = progress_now();
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	memset(&b, 0, sizeof(b));
+	p.timeout = 2;
+	p.nfetch = 1;
+	snprintf(p.fetch[0], sizeof(p.fetch[0]), "http://t/%s/", mode);
+	snprintf(p.run_live, sizeof(p.run_live), "%s", run_live);
+	p.facts.mem_available = 1ULL << 34;
+	snprintf(b.net_result, sizeof(b.net_result), "eth0 (test)");
+	snprintf(b.device, sizeof(b.device), "tmpfs mounted before"); /* no mount on the host */
+	fail_clear();
+	rc = fetch_medium(&p, &b);
+	*secs = progress_now() - t0;
+	return rc;
+}
+
+static void test_fetch(void)
+{
+	char run_live[] = "/tmp/init-net-fetch.XXXXXX", path[128], text[16];
+	const char *layer = "/medium/live/10-base.squashfs";
+	double secs;
+
+	if (!mkdtemp(run_live)) {
+		CHECK(0, "mkdtemp");
+		return;
+	}
+	alarm(60); /* a fetch that never ends fails the test (SIGALRM) instead of hanging it */
+	CHECK(fetch_as("good", run_live, &secs) == 0, "a served image is fetched: %s", fail_what());
+	snprintf(path, sizeof(path), "%s%s", run_live, layer);
+	CHECK(read_text(path, text, sizeof(text)) == 5 && strcmp(text, "hello") == 0, "its layer in %s", path);
+	CHECK(unlink(path) == 0, "unlink %s", path);
+	/* a MANIFEST trickled a byte every 0.3 s (no idle stop, live.timeout never reached): stopped at the deadline */
+	CHECK(fetch_as("trickle", run_live, &secs) < 0 && strstr(fail_what(), "live/MANIFEST: not done within 2 s") &&
+		      strstr(fail_what(), "http://t/trickle/live/MANIFEST") && strstr(fail_what(), "still sending"),
+	      "trickled MANIFEST: %s", fail_what());
+	CHECK(secs < 4.5, "stopped at live.timeout: %.1f s", secs);
+	/* a MANIFEST that never ends: each try stopped past MANIFEST_MAX bytes, then the deadline */
+	CHECK(fetch_as("flood", run_live, &secs) < 0 && strstr(fail_what(), "live/MANIFEST: not done") &&
+		      strstr(fail_what(), "more than 16383 bytes, more than a MANIFEST holds"),
+	      "endless MANIFEST: %s", fail_what());
+	CHECK(secs < 4.5, "stopped at live.timeout: %.1f s", secs);
+	/* a layer trickled: the layers' deadline (live.timeout plus 100 bytes at 256 KiB/s) names it */
+	CHECK(fetch_as("slowlayer", run_live, &secs) < 0 &&
+		      strstr(fail_what(), "live/10-base.squashfs: not done within 2 s") &&
+		      strstr(fail_what(), "http://t/slowlayer/live/10-base.squashfs"),
+	      "trickled layer: %s", fail_what());
+	CHECK(secs < 4.5, "stopped at live.timeout: %.1f s", secs);
+	alarm(0);
+	fail_clear();
+	snprintf(path, sizeof(path), "rm -rf '%s'", run_live);
+	CHECK(system(path) == 0, "%s", path);
+}
+
 static void test_nbd_spec(void)
 {
 	struct nbd_spec s;
@@ -190,6 +260,7 @@ int main(void)
 	test_order();
 	test_urls();
 	test_manifest();
+	test_fetch();
 	test_nbd_spec();
 	test_nbd_replies();
 	return t_summary();

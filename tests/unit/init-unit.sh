@@ -12,6 +12,26 @@ mkdir -p "$B"
 read -ra LIVE_CFLAGS <<<"$(make -s -C "$SRC" cflags)"
 CFLAGS=("${LIVE_CFLAGS[@]}" -g -I"$SRC")
 
+# live.fetch='s downloads (init-net-test) run this stand-in for busybox wget (-q -c|-q -O DEST URL): http://t/MODE/
+# serves an image well (good), trickles the MANIFEST a byte every 0.3 s (trickle), sends it without end (flood),
+# or serves the MANIFEST and trickles its layer (slowlayer). Each ends by itself within 30 s (an init that does not
+# stop it must not leave it running).
+cat >"$B/fake-wget" <<'EOF'
+#!/bin/sh
+exec </dev/null >/dev/null
+dest=$4 i=0
+case $5 in
+*/good/live/MANIFEST) printf '5 10-base.squashfs\n' >"$dest" ;;
+*/good/live/10-base.squashfs) printf hello >"$dest" ;;
+*/slowlayer/live/MANIFEST) printf '100 10-base.squashfs\n' >"$dest" ;;
+*/trickle/live/MANIFEST | */slowlayer/live/10-base.squashfs)
+	while [ $i -lt 99 ] && printf x >>"$dest"; do i=$((i + 1)) && sleep 0.3; done ;;
+*/flood/live/MANIFEST) while [ $i -lt 600 ] && head -c 4096 /dev/zero >>"$dest"; do i=$((i + 1)) && sleep 0.05; done ;;
+*) echo "wget: server returned error: HTTP/1.1 404 Not Found" >&2 && exit 1 ;;
+esac
+EOF
+chmod +x "$B/fake-wget"
+
 for t in cmdline plan disk store modalias meta net; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
 	modalias) srcs=("$SRC/modalias.c" "$SRC/cmdline.c") ;;
@@ -26,7 +46,8 @@ for t in cmdline plan disk store modalias meta net; do
 	esac
 	for mode in plain asan; do
 		extra=()
-		[ "$mode" = asan ] && extra=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
+		[ "$t" = net ] && extra=("-DWGET=\"$B/fake-wget\"")
+		[ "$mode" = asan ] && extra+=('-fsanitize=address,undefined' -fno-sanitize-recover=all -fno-omit-frame-pointer)
 		bin=$B/init-$t-test-$mode
 		if ! gcc "${CFLAGS[@]}" "${extra[@]}" -o "$bin" "$TOP/tests/unit/init-$t-test.c" "${srcs[@]}"; then
 			bad "build init-$t-test ($mode)"
