@@ -31,8 +31,9 @@
 #   kiosk.reload-at=, kiosk.reboot-at=  HH:MM: the browser started again, the machine rebooted, once a day
 #   kiosk.stagger=   N, Ns, Nmin, Nh: each kiosk's own delay below it after those times (a fleet not all at once)
 #   kiosk.screenshot.token= a file (relative: to configs/profiles/) holding the admin's token (16 or more of
-#                    A-Z a-z 0-9 _ -; e.g. openssl rand -hex 16) for the screenshot server on port 9101 (user admin);
-#                    only its MD5-crypt hash goes into the image, readable by root only; unset: no screenshot server
+#                    A-Z a-z 0-9 _ - + / =, 8 of them different; e.g. openssl rand -base64 24) for the screenshot
+#                    server on port 9101 (user admin); only its MD5-crypt hash goes into the image, readable by root
+#                    on the kiosk and by anyone holding the image; unset: no screenshot server
 # kiosk.url, browser, idle, cursor, rotate, zoom, config, poll, group, reload-at, reboot-at, stagger go to
 # /etc/liveunion/kiosk.conf; the same keys on the kernel command line override them at boot (rootfs/kiosk/kiosk).
 # The user is added to copies of the base layer's passwd, group, shadow and gshadow carried in this layer.
@@ -197,15 +198,17 @@ kiosk_admin_key() {
 }
 
 # kiosk_admin_httpd TOKENFILE NAME OUT: busybox httpd's configuration for the admin's server in OUT (0600): the
-# cgi-bin directory behind Basic authentication, user admin, the token's MD5-crypt hash (salt from the profile's
-# name: the same image from the same files). A short or odd token is refused by name.
+# cgi-bin directory behind Basic authentication, user admin, the token's MD5-crypt hash. Its salt comes from the
+# token and the profile's name (sha256's first 8 hex digits): the same image from the same files, and another salt
+# for another token. The hash is readable by anyone who holds the image (the ISO is not encrypted) and MD5-crypt is
+# fast to try: a short, odd or repetitive token is refused by name.
 kiosk_admin_httpd() {
 	local f=$1 name=$2 out=$3 t h
-	[ -f "$f" ] || die "kiosk.screenshot.token=$f: no such file (the admin's token, e.g. openssl rand -hex 16 >FILE)"
+	[ -f "$f" ] || die "kiosk.screenshot.token=$f: no such file (the admin's token, e.g. openssl rand -base64 24 >FILE)"
 	t=$(head -n 1 "$f")
-	printf '%s\n' "$t" | grep -Eqx '[A-Za-z0-9_-]{16,}' ||
-		die "kiosk.screenshot.token=$f: the token must be 16 or more of A-Z a-z 0-9 _ - (e.g. openssl rand -hex 16)"
-	h=$(openssl passwd -1 -salt "$(printf 'liveunion-kiosk %s' "$name" | sha256sum | cut -c1-8)" "$t") ||
+	{ printf '%s\n' "$t" | grep -Eqx '[A-Za-z0-9_+/=-]{16,}' && [ "$(printf '%s' "$t" | fold -w1 | sort -u | wc -l)" -ge 8 ]; } ||
+		die "kiosk.screenshot.token=$f: the token must be 16 or more of A-Z a-z 0-9 _ - + / =, at least 8 of them different, and random (e.g. openssl rand -base64 24)"
+	h=$(openssl passwd -1 -salt "$(printf 'liveunion-kiosk %s %s' "$t" "$name" | sha256sum | cut -c1-8)" "$t") ||
 		die "openssl passwd failed for the screenshot token"
 	(umask 077 && printf '# Made by rootfs/kiosk.sh: the admin server (kiosk.screenshot.token=), root only.\n/cgi-bin:admin:%s\n' "$h" >"$out") ||
 		die "cannot write $out"

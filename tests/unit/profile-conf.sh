@@ -87,6 +87,14 @@ expect kiosk-min-version-ok '^ok$' 'declare -A c=([kiosk.url]=http://x/ [kiosk.c
 for v in 2147483648 9223372036854775808 7a -1; do
 	expect "kiosk-bad-min-version-$v" "kiosk.config.min-version=$v: use a whole number below 2\\^31" "declare -A c=([kiosk.url]=http://x/ [kiosk.config.min-version]=$v); kiosk_check c t" fail
 done
+# The screenshot token (rootfs/kiosk.sh kiosk_admin_httpd): varied, base64 taken; the salt of its hash from the
+# token (another token, another salt). (More of it below.)
+# shellcheck disable=SC2317 # called through expect (eval)
+token_hash() { printf '%s\n' "$1" >"$work/token" && kiosk_admin_httpd "$work/token" "${2:-t}" "$work/admin-httpd.conf" && sed -n 's|^/cgi-bin:admin:||p' "$work/admin-httpd.conf"; }
+expect kiosk-token-one-char-refused 'at least 8 of them different' 'token_hash aaaaaaaaaaaaaaaaaaaaaaaaaaaa' fail
+expect kiosk-token-low-variety-refused 'at least 8 of them different' 'token_hash abcdefgabcdefgabcdefgabcdefg' fail
+expect kiosk-token-base64-taken '^\$1\$[0-9a-f]{8}\$' 'token_hash "q9Zr+7Kd/2Lm8XwPq1Vb0Nc3Ft5Hy6Ua="'
+expect kiosk-token-salt-differs '^ok$' '[ "$(token_hash Zq3-token_0123456789abcdef | cut -d\$ -f3)" != "$(token_hash Zq3-token_0123456789abcdeX | cut -d\$ -f3)" ] && echo ok'
 expect kiosk-idle-seconds '^300 45 7200$' 'for v in 5min 45s 2h; do "$TOP/rootfs/kiosk/kiosk" seconds $v; done | paste -sd" " -'
 # kiosk prepare's allowlist (the managed policy beside URLBlocklist "*"): kiosk.url='s origin, http(s) entries as
 # given, an entry without a scheme as its http and https forms (chromium would match it against chrome:// too), and
