@@ -39,14 +39,51 @@ static int pow2_in(unsigned v, unsigned lo, unsigned hi)
 	return v >= lo && v <= hi && (v & (v - 1)) == 0;
 }
 
+/* What a file that is not a regular one is, for the refusal. */
+static const char *file_kind(mode_t m)
+{
+	return S_ISFIFO(m) ? "a FIFO" :
+	       S_ISCHR(m)  ? "a character device" :
+	       S_ISBLK(m)  ? "a block device" :
+	       S_ISDIR(m)  ? "a directory" :
+	       S_ISSOCK(m) ? "a socket" :
+			     "of another kind";
+}
+
+/* path opened to read, refused unless it is a regular file: the medium is untrusted, and a FIFO (Rock Ridge has
+ * them) or a link to /dev/console there would block the init for ever at open or read. O_NONBLOCK keeps the open
+ * from waiting; nofollow refuses a symbolic link itself (the small files: no reason to be one). The fd, or -1 with
+ * fail() set naming the file. */
+static int open_regular(const struct layer *l, const char *path, bool nofollow, const char *what)
+{
+	const char *sp = what[0] ? " " : "";
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0)), e = 0;
+
+	if (fd < 0)
+		return fail(errno, "layer %s: REFUSED: open %s%s%s%s", l->name, what, sp, path,
+			    errno == ELOOP && nofollow ? " (a symbolic link)" : "");
+	if (fstat(fd, &st) != 0)
+		e = errno;
+	else if (S_ISREG(st.st_mode))
+		return fd;
+	if (close(fd) != 0) {
+		/* the refusal is the one to report */
+	}
+	if (e)
+		return fail(e, "layer %s: REFUSED: fstat %s%s%s", l->name, what, sp, path);
+	return fail(EINVAL, "layer %s: REFUSED: %s%s%s is %s, not a regular file", l->name, what, sp, path,
+		    file_kind(st.st_mode));
+}
+
 static int read_sb(const struct layer *l, struct verity_sb *sb)
 {
 	unsigned char b[512];
 	ssize_t n;
-	int fd = open(l->hash_file, O_RDONLY | O_CLOEXEC), e;
+	int fd = open_regular(l, l->hash_file, false, "its dm-verity hash tree"), e;
 
 	if (fd < 0)
-		return fail(errno, "layer %s: open its dm-verity hash tree %s", l->name, l->hash_file);
+		return -1;
 	n = pread(fd, b, sizeof(b), 0);
 	e = errno;
 	if (close(fd) != 0)
@@ -241,10 +278,10 @@ static int read_small(const struct layer *l, const char *path, unsigned char *bu
 {
 	size_t got = 0;
 	ssize_t n = 1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), e = 0;
+	int fd = open_regular(l, path, true, ""), e = 0;
 
 	if (fd < 0)
-		return fail(errno, "layer %s: REFUSED: open %s", l->name, path);
+		return -1;
 	while (got <= cap && n != 0) {
 		n = read(fd, buf + got, cap + 1 - got);
 		if (n < 0 && errno == EINTR)
@@ -299,6 +336,14 @@ static long sig_load(struct layer *l, char *desc, size_t dlen)
 	return key;
 }
 
+/* A signature's key (sig_load) out of the thread keyring: once the table is loaded (the kernel copied it), and on
+ * every way out before that, so none is left behind for what runs later. */
+static void key_drop(const struct layer *l, long key, const char *desc)
+{
+	if (key >= 0 && syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_THREAD_KEYRING) != 0)
+		msg("layer %s: unlink key %s: %s", l->name, desc, strerror(errno));
+}
+
 int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 {
 	struct verity_sb sb;
@@ -320,9 +365,11 @@ int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 	if (l->sig && (key = sig_load(l, desc, sizeof(desc))) < 0)
 		return -1;
 	bytes = sb.data_blocks * sb.data_block_size;
-	if (bytes != l->bytes)
+	if (bytes != l->bytes) {
+		key_drop(l, key, desc);
 		return fail(EINVAL, "layer %s: the hash tree %s covers %llu bytes, the layer has %llu", l->name,
 			    l->hash_file, bytes, l->bytes);
+	}
 	for (i = 0; i < sb.salt_size; i++) {
 		salt[2 * i] = "0123456789abcdef"[sb.salt[i] >> 4];
 		salt[2 * i + 1] = "0123456789abcdef"[sb.salt[i] & 15];
@@ -331,22 +378,27 @@ int verity_layer(const struct plan *p, struct layer *l, char *dev, size_t dlen)
 	if (!sb.salt_size)
 		memcpy(salt, "-", 2);
 	hfd = loop_attach(l->hash_file, true, 0, 0, &l->hash_loop);
-	if (hfd < 0)
+	if (hfd < 0) {
+		key_drop(l, key, desc);
 		return -1;
+	}
 	text_fmt(data, sizeof(data), "/dev/loop%d", l->loop);
 	text_fmt(hash, sizeof(hash), "/dev/loop%d", l->hash_loop);
 	text_fmt(name, sizeof(name), "live-%s", l->name);
-	if (dev_of(data, &dd) != 0 || dev_of(hash, &hd) != 0)
+	if (dev_of(data, &dd) != 0 || dev_of(hash, &hd) != 0) {
+		key_drop(l, key, desc);
 		return close_dev(hfd, hash, -1);
+	}
 	/* The hash area starts right after veritysetup's superblock: hash block 1. */
 	if (path_fmt(params, sizeof(params), "1 %u:%u %u:%u %u %u %llu 1 %s %s %s%s%s", major(dd), minor(dd), major(hd),
 		     minor(hd), sb.data_block_size, sb.hash_block_size, sb.data_blocks, sb.algorithm, l->root_hash,
-		     salt, desc[0] ? " 2 root_hash_sig_key_desc " : "", desc) != 0)
+		     salt, desc[0] ? " 2 root_hash_sig_key_desc " : "", desc) != 0) {
+		key_drop(l, key, desc);
 		return close_dev(hfd, hash, -1);
+	}
 	minor = dm_verity_create(l, name, params, bytes >> 9, &dm_major);
 	/* the kernel copied the signature at the table load: the key is not needed after it */
-	if (key >= 0 && syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_THREAD_KEYRING) != 0)
-		msg("layer %s: unlink key %s: %s", l->name, desc, strerror(errno));
+	key_drop(l, key, desc);
 	/* dm holds the hash loop device open now; autoclear frees it when the dm device goes */
 	if (close_dev(hfd, hash, minor < 0 ? -1 : 0) != 0)
 		return -1;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Host unit tests of the initramfs init's pure parts (command line, plan, medium matching, module aliases, network boot's parsers, the
 # store's meta file), of disk.c (partition tables, sysfs listing) against a fake sysfs and of the store's readers of
-# untrusted disks (superblocks, boot sectors, block maps); built with gcc, run plain and under ASan+UBSan.
+# untrusted disks (superblocks, boot sectors, block maps), of live.fetch='s downloads against a stand-in wget and of
+# verity.c's reading of a layer's files; built with gcc, run plain and under ASan+UBSan.
 set -e
 # shellcheck source=tests/lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
@@ -32,13 +33,14 @@ esac
 EOF
 chmod +x "$B/fake-wget"
 
-for t in cmdline plan disk store modalias meta net; do
+for t in cmdline plan disk store modalias meta net verity; do
 	case $t in # what each test links: the planning parts, disk.c; with what they log through
 	modalias) srcs=("$SRC/modalias.c" "$SRC/cmdline.c") ;;
 	meta) srcs=("$SRC/meta.c" "$SRC/text.c") ;;
 	net) srcs=("$SRC/netcfg.c" "$SRC/net.c" "$SRC/fetch.c" "$SRC/nbd.c" "$SRC/progress.c" "$SRC/modload.c" "$SRC/coldplug.c"
 		"$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+	verity) srcs=("$SRC/verity.c" "$SRC/loop.c" "$SRC/disk.c" "$SRC/progress.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	store) srcs=("$SRC/store_find.c" "$SRC/store_image.c" "$SRC/store_fsck.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/progress.c"
 		"$SRC/modload.c" "$SRC/coldplug.c" "$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/plan_print.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/pathlist.c" "$SRC/iso9660.c" "$SRC/netcfg.c" "$SRC/text.c"
