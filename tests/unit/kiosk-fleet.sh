@@ -126,6 +126,26 @@ resolved_url() { kiosk resolve "$w/www/kiosk.conf" | sed -n 's/^url=//p' | tail 
 HOST=k8 MACS=02:00:00:00:00:09 fact other-kiosk-by-host-gets-host http://host.example/ resolved_url
 HOST=k8 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact other-kiosk-without-group-by-host http://host.example/ resolved_url
 HOST=x1 MACS=02:00:00:00:00:09 CMDLINE="quiet" fact foreign-kiosk-gets-all http://all.example/ resolved_url
+# [mac] matches the address of the default route's interface only, not every interface's (fake /proc/net/route and
+# /sys/class/net: ens3 and wlan0, the second with the [mac] section's address)
+mkdir -p "$w/sysnet/ens3" "$w/sysnet/wlan0"
+echo 02:00:00:00:00:09 >"$w/sysnet/ens3/address"
+echo 52:54:00:AA:BB:CC >"$w/sysnet/wlan0/address"
+set_route() { # LAN-IFACE DEFAULT-ROUTE-IFACE
+	printf 'Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n' >"$w/route"
+	printf '%s\t0002000A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n' "$1" >>"$w/route"
+	printf '%s\t00000000\t0102000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n' "$2" >>"$w/route"
+}
+mac_url() {
+	env KIOSK_CMDLINE="$w/cmdline" KIOSK_CONF="$w/kiosk.conf" KIOSK_RUN="$w/run" KIOSK_HOSTNAME=k8 KIOSK_PROC_ROUTE="$w/route" \
+		KIOSK_SYSNET="$w/sysnet" "$K" resolve "$w/www/kiosk.conf" | sed -n 's/^url=//p' | tail -n 1
+}
+set_route ens3 wlan0
+fact mac-of-default-route-matches http://mac.example/page mac_url
+set_route wlan0 ens3
+fact mac-of-other-interface-not-matched http://host.example/ mac_url
+: >"$w/route"
+fact mac-without-default-route-not-matched http://host.example/ mac_url
 check allowlist-written grep -q '"http://mac.example:80", "http://cdn.example.org", "https://cdn.example.org"' "$w/policy/liveunion-kiosk-allow.json"
 check browser-restarted-for-new-url ended
 check last-good-stored cmp "$w/conf" "$w/data/fleet/kiosk.conf"
