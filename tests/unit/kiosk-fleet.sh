@@ -237,6 +237,7 @@ check reboot-good-again fetch
 # (root's files are in its own directory, the kept copy is written as the kiosk user); a PID planted as the
 # browser's ends only the kiosk user's processes.
 printf 'version=99\nurl=http://planted.example/\ndata=%s/planted\nuser=root\nallow=*\n' "$w" >"$w/run/fleet.kv"
+fact root-directory-root-only 700 stat -c %a "$w/run.fleet"
 fact planted-fleet-kv-url-not-read http://mac.example/page kiosk get url
 fact planted-fleet-kv-data-not-read "$w/data" kiosk get data
 fact planted-fleet-kv-user-not-read kiosk kiosk get user kiosk
