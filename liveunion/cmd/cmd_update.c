@@ -197,134 +197,186 @@ static const char *usage_text =
 	"  --plan FILE the plan to read (default " LIVE_RUN "/" LIVE_PLAN ")\n"
 	"  --env FILE  work on this grubenv file itself (a stick's, on the host)\n";
 
-int cmd_update(int argc, char **argv)
-{
-	const char *plan = LIVE_RUN "/" LIVE_PLAN, *envfile = NULL, *act = "--status";
-	char buf[ENV_BYTES + 1], bakbuf[ENV_BYTES + 1], iso[4096], booted[8] = "";
-	struct envloc l = {.devfd = -1, .filefd = -1}, b = {.devfd = -1, .filefd = -1};
+/* What one run of liveunion update works on: the block and its copy, and the slot this system booted from. */
+struct update {
+	const char *plan, *envfile, *act;
+	int boot, bak;
+	char buf[ENV_BYTES + 1], bakbuf[ENV_BYTES + 1], booted[8];
+	struct envloc l, b;
 	struct grubenv e;
-	int boot = 0, rc, bak = 0;
+};
 
+/* The options into u: 0, or the exit status to return now (usage printed). */
+static int update_args(struct update *u, int argc, char **argv, int *status)
+{
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--status") || !strcmp(argv[i], "--good") || !strcmp(argv[i], "--rollback"))
-			act = argv[i];
+			u->act = argv[i];
 		else if (!strcmp(argv[i], "--boot"))
-			boot = 1;
+			u->boot = 1;
 		else if (!strcmp(argv[i], "--plan") && i + 1 < argc)
-			plan = argv[++i];
+			u->plan = argv[++i];
 		else if (!strcmp(argv[i], "--env") && i + 1 < argc)
-			envfile = argv[++i];
+			u->envfile = argv[++i];
 		else {
 			fputs(usage_text, strcmp(argv[i], "--help") ? stderr : stdout);
-			return strcmp(argv[i], "--help") ? 2 : 0;
+			*status = strcmp(argv[i], "--help") ? 2 : 0;
+			return -1;
 		}
 	}
-	if (envfile) {
-		snprintf(l.file, sizeof l.file, "%s", envfile);
-	} else {
-		const char *base, *slash;
-		if (plan_get(plan, "medium.iso", iso, sizeof iso) != 0 || !iso[0] ||
-		    plan_get(plan, "medium.iso.host", l.dev, sizeof l.dev) != 0 || !l.dev[0]) {
-			if (boot)
-				return 0;
-			return say_err(plan, "not booted from an ISO file (no medium.iso): not an A/B stick");
-		}
-		slash = strrchr(iso, '/');
-		base = slash ? slash + 1 : iso;
-		if (strcmp(base, "a.iso") != 0 && strcmp(base, "b.iso") != 0) {
-			if (boot)
-				return 0;
-			return say_err(iso, "not a slot of an A/B stick (a.iso or b.iso)");
-		}
-		booted[0] = base[0];
-		if (snprintf(l.file, sizeof l.file, ISO_HOST "%.*s/grubenv", (int)(base - iso), iso) >=
-		    (int)sizeof l.file)
-			return say_err(iso, "path too long");
+	return 0;
+}
+
+/* Where the block is: --env FILE, or grubenv beside the slot (a.iso or b.iso) the plan says this system booted
+ * from. 0; 1 when this is no A/B stick and --boot asks for silence; else say_err's status. */
+static int update_locate(struct update *u, int *status)
+{
+	char iso[4096];
+	const char *base, *slash;
+
+	if (u->envfile) {
+		snprintf(u->l.file, sizeof u->l.file, "%s", u->envfile);
+		return 0;
 	}
-	if (env_open(&l, buf) != 0) {
-		env_close(&l);
+	if (plan_get(u->plan, "medium.iso", iso, sizeof iso) != 0 || !iso[0] ||
+	    plan_get(u->plan, "medium.iso.host", u->l.dev, sizeof u->l.dev) != 0 || !u->l.dev[0]) {
+		*status = u->boot ? 0 :
+				    say_err(u->plan, "not booted from an ISO file (no medium.iso): not an A/B stick");
+		return -1;
+	}
+	slash = strrchr(iso, '/');
+	base = slash ? slash + 1 : iso;
+	if (strcmp(base, "a.iso") != 0 && strcmp(base, "b.iso") != 0) {
+		*status = u->boot ? 0 : say_err(iso, "not a slot of an A/B stick (a.iso or b.iso)");
+		return -1;
+	}
+	u->booted[0] = base[0];
+	if (snprintf(u->l.file, sizeof u->l.file, ISO_HOST "%.*s/grubenv", (int)(base - iso), iso) >=
+	    (int)sizeof u->l.file) {
+		*status = say_err(iso, "path too long");
+		return -1;
+	}
+	return 0;
+}
+
+/* The block read (grubenv, or grubenv.bak where grubenv is torn) and parsed into u->e: 0, or the exit status. */
+static int update_load(struct update *u)
+{
+	if (env_open(&u->l, u->buf) != 0)
 		return 1;
-	}
 	/* grubenv.bak, where the stick has one (made before it existed: grubenv alone) */
-	if (snprintf(b.file, sizeof b.file, "%s.bak", l.file) >= (int)sizeof b.file) {
-		env_close(&l);
-		return say_err(l.file, "path too long");
-	}
-	memcpy(b.dev, l.dev, sizeof b.dev);
-	if (access(b.file, F_OK) == 0) {
-		if (env_open(&b, bakbuf) != 0) {
-			env_close(&l);
-			env_close(&b);
+	if (snprintf(u->b.file, sizeof u->b.file, "%s.bak", u->l.file) >= (int)sizeof u->b.file)
+		return say_err(u->l.file, "path too long");
+	memcpy(u->b.dev, u->l.dev, sizeof u->b.dev);
+	if (access(u->b.file, F_OK) == 0) {
+		if (env_open(&u->b, u->bakbuf) != 0)
 			return 1;
-		}
-		bak = 1;
+		u->bak = 1;
 	}
-	if (!env_whole(buf)) {
-		if (bak && !memcmp(bakbuf, ENV_HEADER, strlen(ENV_HEADER))) {
-			fprintf(stderr, PROG " update: %s: not a whole environment block (torn?): read %s\n", l.file,
-				b.file);
-			memcpy(buf, bakbuf, ENV_BYTES);
-		} else if (memcmp(buf, ENV_HEADER, strlen(ENV_HEADER)) != 0) {
-			env_close(&l);
-			env_close(&b);
-			return say_err(l.file, "not a GRUB environment block (no header)");
+	if (!env_whole(u->buf)) {
+		if (u->bak && !memcmp(u->bakbuf, ENV_HEADER, strlen(ENV_HEADER))) {
+			fprintf(stderr, PROG " update: %s: not a whole environment block (torn?): read %s\n", u->l.file,
+				u->b.file);
+			memcpy(u->buf, u->bakbuf, ENV_BYTES);
+		} else if (memcmp(u->buf, ENV_HEADER, strlen(ENV_HEADER)) != 0) {
+			return say_err(u->l.file, "not a GRUB environment block (no header)");
 		}
 	}
-	if (env_parse(buf, &e) != 0) {
-		env_close(&l);
-		env_close(&b);
-		return say_err(l.file,
-			       "a value holds a backslash escape, which no writer of a stick's block puts there: "
-			       "refusing to read or rewrite it");
-	}
-	rc = 0;
-	if (!strcmp(act, "--status")) {
-		printf("slot %s boots%s", e.slot, booted[0] ? "" : "\n");
-		if (booted[0])
-			printf(" (this system is slot %s)\n", booted);
-		if (!tries_known(e.tries))
-			printf("slot %s: tries=%s is not 0-3: the menu takes it as 0 and boots slot %s next\n", e.slot,
-			       e.tries, e.slot[0] == 'a' ? "b" : "a");
-		else if (e.tries[0])
-			printf("slot %s is on trial: %s boot(s) left before slot %s boots again\n", e.slot, e.tries,
-			       e.slot[0] == 'a' ? "b" : "a");
-		else
-			printf("slot %s is good\n", e.slot);
-		if (e.failed[0])
-			printf("rolled back: slot %s did not come up healthy in its tries\n", e.failed);
-	} else if (!strcmp(act, "--good")) {
-		if (booted[0] && strcmp(booted, e.slot) != 0) {
-			rc = say_err(l.file, "this system is not the slot that boots next: nothing marked");
-		} else if (e.failed[0] && boot) {
-			printf("liveunion: slot %s booted after slot %s did not come up healthy in its tries: rolled "
-			       "back\n",
-			       e.slot, e.failed);
-		} else if (!tries_known(e.tries)) {
-			rc = say_err(l.file,
-				     "tries= is not 0-3: the stick's menu takes it as 0 and boots the other slot "
-				     "next; nothing marked");
-		} else if (!e.tries[0]) {
-			if (!boot)
-				printf("slot %s is good already\n", e.slot);
-		} else {
-			e.tries[0] = '\0';
-			if ((rc = (bak ? env_write(&b, &e) : 0) || env_write(&l, &e)) == 0)
-				printf("liveunion: slot %s came up healthy: kept (slot %s stays the way back)\n",
-				       e.slot, e.slot[0] == 'a' ? "b" : "a");
-		}
+	if (env_parse(u->buf, &u->e) != 0)
+		return say_err(u->l.file, "a value holds a backslash escape, which no writer of a stick's block puts "
+					  "there: refusing to read or rewrite it");
+	return 0;
+}
+
+/* The new state into grubenv.bak first (where there is one), then grubenv. */
+static int update_write(struct update *u)
+{
+	return (u->bak ? env_write(&u->b, &u->e) : 0) || env_write(&u->l, &u->e);
+}
+
+static void update_status(const struct update *u)
+{
+	const struct grubenv *e = &u->e;
+
+	printf("slot %s boots%s", e->slot, u->booted[0] ? "" : "\n");
+	if (u->booted[0])
+		printf(" (this system is slot %s)\n", u->booted);
+	if (!tries_known(e->tries))
+		printf("slot %s: tries=%s is not 0-3: the menu takes it as 0 and boots slot %s next\n", e->slot,
+		       e->tries, e->slot[0] == 'a' ? "b" : "a");
+	else if (e->tries[0])
+		printf("slot %s is on trial: %s boot(s) left before slot %s boots again\n", e->slot, e->tries,
+		       e->slot[0] == 'a' ? "b" : "a");
+	else
+		printf("slot %s is good\n", e->slot);
+	if (e->failed[0])
+		printf("rolled back: slot %s did not come up healthy in its tries\n", e->failed);
+}
+
+/* --good: the slot on trial that this system is kept (its tries cleared). */
+static int update_good(struct update *u)
+{
+	struct grubenv *e = &u->e;
+	int rc = 0;
+
+	if (u->booted[0] && strcmp(u->booted, e->slot) != 0)
+		return say_err(u->l.file, "this system is not the slot that boots next: nothing marked");
+	if (e->failed[0] && u->boot) {
+		printf("liveunion: slot %s booted after slot %s did not come up healthy in its tries: rolled back\n",
+		       e->slot, e->failed);
+	} else if (!tries_known(e->tries)) {
+		rc = say_err(u->l.file, "tries= is not 0-3: the stick's menu takes it as 0 and boots the other slot "
+					"next; nothing marked");
+	} else if (!e->tries[0]) {
+		if (!u->boot)
+			printf("slot %s is good already\n", e->slot);
 	} else {
-		char other[8];
-		snprintf(other, sizeof other, "%s", e.slot[0] == 'a' ? "b" : "a");
-		if (e.tries[0])
-			snprintf(e.failed, sizeof e.failed, "%s", e.slot);
-		else
-			e.failed[0] = '\0';
-		snprintf(e.slot, sizeof e.slot, "%s", other);
-		e.tries[0] = '\0';
-		if ((rc = (bak ? env_write(&b, &e) : 0) || env_write(&l, &e)) == 0)
-			printf("slot %s boots from now on\n", e.slot);
+		e->tries[0] = '\0';
+		if ((rc = update_write(u)) == 0)
+			printf("liveunion: slot %s came up healthy: kept (slot %s stays the way back)\n", e->slot,
+			       e->slot[0] == 'a' ? "b" : "a");
 	}
-	env_close(&l);
-	env_close(&b);
+	return rc;
+}
+
+/* --rollback: the other slot boots from now on; a slot left while on trial is recorded as failed. */
+static int update_rollback(struct update *u)
+{
+	struct grubenv *e = &u->e;
+	char other[8];
+	int rc;
+
+	snprintf(other, sizeof other, "%s", e->slot[0] == 'a' ? "b" : "a");
+	if (e->tries[0])
+		snprintf(e->failed, sizeof e->failed, "%s", e->slot);
+	else
+		e->failed[0] = '\0';
+	snprintf(e->slot, sizeof e->slot, "%s", other);
+	e->tries[0] = '\0';
+	if ((rc = update_write(u)) == 0)
+		printf("slot %s boots from now on\n", e->slot);
+	return rc;
+}
+
+int cmd_update(int argc, char **argv)
+{
+	static struct update u;
+	int rc = 0;
+
+	memset(&u, 0, sizeof u);
+	u.plan = LIVE_RUN "/" LIVE_PLAN;
+	u.act = "--status";
+	u.l.devfd = u.l.filefd = u.b.devfd = u.b.filefd = -1;
+	if (update_args(&u, argc, argv, &rc) != 0 || update_locate(&u, &rc) != 0)
+		return rc;
+	rc = update_load(&u);
+	if (rc == 0 && !strcmp(u.act, "--status"))
+		update_status(&u);
+	else if (rc == 0 && !strcmp(u.act, "--good"))
+		rc = update_good(&u);
+	else if (rc == 0)
+		rc = update_rollback(&u);
+	env_close(&u.l);
+	env_close(&u.b);
 	return rc;
 }
