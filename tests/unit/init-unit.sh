@@ -40,7 +40,7 @@ for t in cmdline plan disk store modalias meta net verity; do
 	net) srcs=("$SRC/netcfg.c" "$SRC/net.c" "$SRC/fetch.c" "$SRC/nbd.c" "$SRC/progress.c" "$SRC/modload.c" "$SRC/coldplug.c"
 		"$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	disk) srcs=("$SRC/disk.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
-	verity) srcs=("$SRC/verity.c" "$SRC/loop.c" "$SRC/disk.c" "$SRC/progress.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
+	verity) srcs=("$SRC/verity.c" "$SRC/verity_files.c" "$SRC/loop.c" "$SRC/disk.c" "$SRC/progress.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	store) srcs=("$SRC/store_find.c" "$SRC/store_image.c" "$SRC/store_fsck.c" "$SRC/disk.c" "$SRC/loop.c" "$SRC/luks.c" "$SRC/ask.c" "$SRC/progress.c"
 		"$SRC/modload.c" "$SRC/coldplug.c" "$SRC/modalias.c" "$SRC/cmdline.c" "$SRC/text.c" "$SRC/util.c" "$SRC/log.c") ;;
 	*) srcs=("$SRC/cmdline.c" "$SRC/plan.c" "$SRC/plan_print.c" "$SRC/layers.c" "$SRC/paths.c" "$SRC/pathlist.c" "$SRC/iso9660.c" "$SRC/netcfg.c" "$SRC/text.c"
