@@ -220,7 +220,7 @@ vm_stop
 # stopped for good: a clear message and the rescue shell within live.timeout
 lab_serve_stop
 require gone-client-starts vm_start netboot-gone none "" --cmdline "$line live.timeout=8" "${LAB_NIC[@]}"
-check gone-clear-message vm_wait 'live\.fetch: download live/MANIFEST: no progress for 8 s \(live\.timeout\)' 90
+check gone-clear-message vm_wait 'live\.fetch: download live/MANIFEST: not done within 8 s \(the deadline: live\.timeout.* after [0-9]+ tries; last from http://[^ ]*/MANIFEST: ' 90
 check gone-rescue-shell vm_wait 'rescue shell \(step medium failed' 30
 vm_stop
 finish
