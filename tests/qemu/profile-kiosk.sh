@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # summary: the browser kiosk (./build.sh --profile kiosk) in one qemu, checked on screenshots (QMP screendump, PNGs in out/tests/): the test's web server is down at boot and the kiosk's waiting page is on screen, then the page within 20 s of the server coming up, full screen (its colours at their places, its own colour on the top rows: no browser chrome); the page's tone reaches the sound card; kill -9 of the browser brings the page back in the same cage; untouched, the kiosk is never reset; a typed file:///etc/passwd and Ctrl+Alt+F2 change nothing on screen; no mouse cursor is drawn; a value typed into the page's field and a file in the browser profile are gone after kiosk.idle=; a server outage puts the waiting page back, then the page; the menus keep nothing (live.persist=off); with kiosk.persist=yes and a store a reboot in the same qemu keeps the data directory and only it; kiosk.cursor=yes shows the cursor
-# test-timeout: 2100 (a browser under TCG: a boot, the page three times, a reboot, the attack: 59 keys and 14 mouse and page escapes, each with a screenshot)
+# test-timeout: 2700 (the profile builds first when out/ lacks them, 5-11 min; then a browser under TCG: a boot, the page three times, a reboot, the attack: 59 keys and 14 mouse and page escapes, each with a screenshot)
 # shellcheck disable=SC2016 # the single-quoted commands are expanded by the guest's shell
-VM_TIMEOUT=${VM_TIMEOUT:-2000}
+VM_TIMEOUT=${VM_TIMEOUT:-2500}
 # a guest starting a browser under TCG on a busy 2-core host answers slowly: longer waits for the login and commands
 PROFILE_LOGIN_WAIT=${PROFILE_LOGIN_WAIT:-300} VM_QUIET_WAIT=${VM_QUIET_WAIT:-300} VM_WAIT_TIMEOUT=${VM_WAIT_TIMEOUT:-300}
 # shellcheck source=tests/qemu/lib/kiosk.bash
