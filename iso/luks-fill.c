@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "full_io.h"
+
 #define SECTOR 512
 #define CHUNK (1024 * 1024)
 
@@ -29,36 +31,6 @@ static int die(const char *what, const char *why)
 {
 	fprintf(stderr, "luks-fill: %s: %s\n", what, why);
 	return 1;
-}
-
-static int read_all(int fd, unsigned char *b, size_t n, off_t at)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = pread(fd, b + got, n - got, at + (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const unsigned char *b, size_t n, off_t at)
-{
-	size_t put = 0;
-
-	while (put < n) {
-		ssize_t w = pwrite(fd, b + put, n - put, at + (off_t)put);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		put += (size_t)w;
-	}
-	return 0;
 }
 
 /* XTS over N bytes (whole sectors) of in to out, the first sector being number sector of the segment. */
@@ -113,7 +85,7 @@ int main(int argc, char **argv)
 		return die(argv[5], "the size must be a byte count, a multiple of 512");
 	if ((kfd = open(kf, O_RDONLY | O_CLOEXEC)) < 0)
 		return die(kf, strerror(errno));
-	if (read_all(kfd, key, sizeof(key), 0) != 0 || pread(kfd, &extra, 1, sizeof(key)) != 0)
+	if (full_pread(kfd, key, sizeof(key), 0) != 0 || pread(kfd, &extra, 1, sizeof(key)) != 0)
 		return die(kf, "not a 64-byte volume key");
 	if (close(kfd) != 0)
 		return die(kf, strerror(errno));
@@ -145,7 +117,7 @@ int main(int argc, char **argv)
 	for (at = 0; (unsigned long long)at < bytes; at += CHUNK) {
 		size_t n = (size_t)(bytes - (unsigned long long)at < CHUNK ? bytes - (unsigned long long)at : CHUNK);
 
-		if (read_all(src, in, n, src_at + at) != 0) {
+		if (full_pread(src, in, n, src_at + at) != 0) {
 			rc = die(src_name, "read failed");
 			break;
 		}
@@ -153,7 +125,7 @@ int main(int argc, char **argv)
 			rc = die("openssl", dec ? "AES-XTS decryption failed" : "AES-XTS encryption failed");
 			break;
 		}
-		if (write_all(dst, out, n, dst_at + at) != 0) {
+		if (full_pwrite(dst, out, n, dst_at + at) != 0) {
 			rc = die(dst_name, "write failed");
 			break;
 		}

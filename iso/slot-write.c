@@ -17,46 +17,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "full_io.h"
+
 #define CHUNK (64 * 1024)
 
 static int fail(const char *what, const char *why)
 {
 	fprintf(stderr, "slot-write: %s: %s\n", what, why);
 	return 1;
-}
-
-/* read_full FD BUF N OFF: exactly N bytes at OFF, or -1 (errno; 0 for a short file). */
-static int read_full(int fd, char *buf, size_t n, off_t off)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = pread(fd, buf + got, n - got, off + (off_t)got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			if (r == 0)
-				errno = 0;
-			return -1;
-		}
-		got += (size_t)r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const char *buf, size_t n, off_t off)
-{
-	size_t put = 0;
-
-	while (put < n) {
-		ssize_t w = pwrite(fd, buf + put, n - put, off + (off_t)put);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		put += (size_t)w;
-	}
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -81,13 +49,13 @@ int main(int argc, char **argv)
 			len = st.st_size - foff;
 		for (long long i = 0; i < len; i += CHUNK) {
 			size_t n = (size_t)(len - i < CHUNK ? len - i : CHUNK);
-			if (read_full(src, a, n, (off_t)(foff + i)) != 0)
+			if (full_pread(src, a, n, (off_t)(foff + i)) != 0)
 				return fail(argv[1], errno ? strerror(errno) : "shorter than it was");
-			if (read_full(dst, b, n, (off_t)(doff + i)) != 0)
+			if (full_pread(dst, b, n, (off_t)(doff + i)) != 0)
 				return fail(argv[2], errno ? strerror(errno) : "ends inside the slot's clusters");
 			if (!memcmp(a, b, n))
 				continue;
-			if (write_full(dst, a, n, (off_t)(doff + i)) != 0)
+			if (full_pwrite(dst, a, n, (off_t)(doff + i)) != 0)
 				return fail(argv[2], strerror(errno));
 			written += (long long)n;
 		}

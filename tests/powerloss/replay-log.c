@@ -45,6 +45,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../iso/full_io.h"
+
 #define RL_MAGIC 0x6a736677736872ULL
 #define RL_VERSION 1ULL
 #define RL_FLUSH 1ULL
@@ -99,45 +101,6 @@ static uint64_t le64(const unsigned char *p)
 static uint32_t le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-/* full_pread: exactly len bytes at off, or -1 with errno (0 for an early end of file). */
-static int full_pread(int fd, void *buf, size_t len, uint64_t off)
-{
-	unsigned char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = 0;
-			return -1;
-		}
-		p += n, len -= (size_t)n, off += (uint64_t)n;
-	}
-	return 0;
-}
-
-static int full_pwrite(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const unsigned char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += n, len -= (size_t)n, off += (uint64_t)n;
-	}
-	return 0;
 }
 
 static const char *flag_names(uint64_t f, char *buf, size_t len)
