@@ -15,8 +15,8 @@ umask 022
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$TOP/out}
-die() { printf 'liveunion usb: error: %s\n' "$*" >&2; exit 1; }
-log() { printf 'liveunion usb: %s\n' "$*" >&2; }
+# shellcheck source=iso/device.bash
+. "$TOP/iso/device.bash"
 
 # An A/B stick and its updates are iso/slots.sh's.
 for a in "$@"; do
@@ -161,25 +161,11 @@ log "$out: $(numfmt --to=iec-i --suffix=B --format=%.1f "$(stat -c %s "$out")"),
 
 [ -n "$device" ] || exit 0
 # A real device: never one in use, never the disk the running system lives on.
-[ -b "$device" ] || die "$device is not a block device"
-case "$(lsblk -ndo TYPE "$device")" in disk | loop) ;; *) die "$device is not a whole disk" ;; esac
-if lsblk -nro MOUNTPOINT "$device" | grep -q .; then die "$device (or a partition of it) is mounted: refusing"; fi
-for m in / /boot /usr /home; do
-	src=$(findmnt -nvo SOURCE "$m" 2>/dev/null || true)
-	[ -n "$src" ] || continue
-	pk=$(lsblk -ndo PKNAME "$src" 2>/dev/null || true)
-	if [ "/dev/${pk:-none}" = "$device" ] || [ "$src" = "$device" ]; then die "$device holds $m of this system: refusing"; fi
-done
-if grep -q "^$(basename "$device") " <(swapon --noheadings --raw 2>/dev/null | sed 's,^/dev/,,'); then die "$device is swap: refusing"; fi
+device_check "$device"
 dev_bytes=$(lsblk -bndo SIZE "$device")
 [ "${dev_bytes:-0}" -ge "$(stat -c %s "$out")" ] ||
 	die "$device (${dev_bytes:-unknown} bytes) is smaller than the image ($(stat -c %s "$out") bytes)"
-lsblk -o NAME,SIZE,MODEL,TRAN "$device" >&2
-if [ "$yes" != 1 ]; then
-	printf 'Everything on %s will be overwritten. Type the device name (%s) to go on: ' "$device" "$device" >&2
-	read -r answer </dev/tty || die "no answer"
-	[ "$answer" = "$device" ] || die "not confirmed; nothing written"
-fi
+device_confirm "$device" "Everything on $device will be overwritten."
 dd if="$out" of="$device" bs=4M conv=fsync status=progress || die "writing $device failed"
 sync
 log "wrote $out to $device"

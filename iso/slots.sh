@@ -16,8 +16,8 @@ umask 022
 
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OUT=${OUT:-$TOP/out}
-die() { printf 'liveunion usb: error: %s\n' "$*" >&2; exit 1; }
-log() { printf 'liveunion usb: %s\n' "$*" >&2; }
+# shellcheck source=iso/device.bash
+. "$TOP/iso/device.bash"
 GRUB_MODULES="part_msdos fat iso9660 loopback linux normal configfile serial terminal echo test regexp loadenv"
 
 action='' target='' iso=$OUT/liveunion.iso isoname='' out='' size=256M tries=3 yes=0
@@ -160,14 +160,12 @@ file_bytes() {
 	mdir -i "$fat" -a "::/liveunion/$1" 2>/dev/null | awk -v n="${1%.*}" 'tolower($1) == n { print $3; exit }'
 }
 
-# confirm: a real device is written only after its name is typed back.
+# confirm: a real device is written only when mkusb.sh would write it too (a whole disk, not in use, not this
+# system's), and after its name is typed back.
 confirm() {
-	[ -b "$target" ] && [ "$yes" != 1 ] || return 0
-	lsblk -o NAME,SIZE,MODEL,TRAN "$target" >&2
-	printf 'The inactive slot and the boot choice of %s will be written. Type the device name (%s) to go on: ' \
-		"$target" "$target" >&2
-	read -r answer </dev/tty || die "no answer"
-	[ "$answer" = "$target" ] || die "not confirmed; nothing written"
+	[ -b "$target" ] || return 0
+	device_check "$target"
+	device_confirm "$target" "The inactive slot and the boot choice of $target will be written."
 }
 
 # write_block NAME: $work/grubenv.new over liveunion/NAME's sectors in place (where GRUB's save_env writes them too),
