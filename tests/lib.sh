@@ -130,6 +130,22 @@ finish() {
 	exit 1
 }
 
+# fuzz_run LOG FUZZER SECONDS CORPUS [OPTION...]: a libFuzzer run of FUZZER from seed 1 for SECONDS over CORPUS (it
+# adds what it finds there; a crash's input is kept beside LOG), OPTIONs passed on (-max_len=, -dict=, -timeout=).
+# A crash, leak, UB report or violated invariant fails it with the log's last 30 lines; else its executions and new
+# units are printed.
+fuzz_run() {
+	local log=$1 fuzzer=$2 seconds=$3 corpus=$4 dir
+	shift 4
+	dir=$(dirname "$log")
+	if ! "$fuzzer" -artifact_prefix="$dir/" -seed=1 -max_total_time="$seconds" -print_final_stats=1 \
+		"$@" "$corpus" >"$log" 2>&1; then
+		tail -30 "$log"
+		return 1
+	fi
+	grep -E '^stat::(number_of_executed_units|new_units_added)' "$log"
+}
+
 needs_root() {
 	if [ "$(id -u)" -ne 0 ]; then
 		bad "$T_NAME: needs root ($*)"

@@ -288,12 +288,7 @@ build_fuzz() {
 }
 run_fuzz() {
 	mkdir -p "$B/corpus" && cp "$B/log" "$B/fua.log" "$B/cut.log" "$B/flags.log" "$B/corpus/" || return 1
-	if ! "$B/replay-log-fuzz" -artifact_prefix="$B/" -seed=1 -max_total_time="${REPLAY_FUZZ_SECONDS:-10}" \
-		-max_len=70000 -print_final_stats=1 "$B/corpus" >"$B/fuzz.log" 2>&1; then
-		tail -30 "$B/fuzz.log"
-		return 1
-	fi
-	grep -E '^stat::(number_of_executed_units|new_units_added)' "$B/fuzz.log"
+	fuzz_run "$B/fuzz.log" "$B/replay-log-fuzz" "${REPLAY_FUZZ_SECONDS:-10}" "$B/corpus" -max_len=70000
 }
 check "build the log parser's fuzz target (clang -fsanitize=fuzzer,address,undefined)" build_fuzz
 check "fuzz the log parser and replay, ${REPLAY_FUZZ_SECONDS:-10} s" run_fuzz

@@ -88,12 +88,7 @@ build_fuzz() {
 }
 run_fuzz() {
 	mkdir -p "$W/corpus" && cp "$TOP"/tests/fuzz/corpus/update-env/* "$W/corpus/" || return 1
-	if ! "$W/update-env-fuzz" -artifact_prefix="$W/" -seed=1 -max_total_time="${UPDATE_ENV_FUZZ_SECONDS:-5}" \
-		-max_len=1024 -print_final_stats=1 "$W/corpus" >"$W/fuzz.log" 2>&1; then
-		tail -30 "$W/fuzz.log"
-		return 1
-	fi
-	grep -E '^stat::(number_of_executed_units|new_units_added)' "$W/fuzz.log"
+	fuzz_run "$W/fuzz.log" "$W/update-env-fuzz" "${UPDATE_ENV_FUZZ_SECONDS:-5}" "$W/corpus" -max_len=1024
 }
 check "build the block reader's fuzz target (tests/fuzz/update-env.c)" build_fuzz
 check "fuzz the block reader, ${UPDATE_ENV_FUZZ_SECONDS:-5} s" run_fuzz
