@@ -131,13 +131,6 @@ check server-sent-layer-to-cache grep -qE '^10\.77\.0\.1 .*"GET /'"$LAYER"' HTTP
 check cache-keeps-layer lab_ns sh -c "curl -sfI $CACHE$LAYER | grep -qi '^X-Cache-Status: HIT'"
 
 # ---- 2. the UKI changed on the server (one digit of a root hash in its signed command line): refused
-other_digit() {
-	local c
-	c=$(dd if="$1" bs=1 skip="$2" count=1 status=none) || return 1
-	case "$c" in [0-9a-f]) ;; *) return 1 ;; esac
-	if [ "$c" = 0 ]; then c=1; else c=0; fi
-	printf '%s' "$c" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
 off=$(objdump -h "$NB/$UKI" | awk '$2 == ".cmdline" { print $6 }')
 pos=$(grep -bo 'live.verify=10-base:' "$W/cmdline" | cut -d: -f1)
 require cmdline-found test -n "$off" -a -n "$pos"

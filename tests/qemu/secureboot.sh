@@ -14,14 +14,6 @@ export MTOOLS_SKIP_CHECK=1
 esp_get() { part_read "$1" 2 "$2/esp.img"; }
 # esp_replace ISO FILE ESPPATH: FILE in place of ESPPATH in W/esp.img, written back into ISO (a copy of the test's).
 esp_replace() { mcopy -o -i "$W/esp.img" "$2" "$3" && part_write "$1" 2 "$W/esp.img"; }
-# other_digit FILE OFFSET: the hex digit at OFFSET replaced by another one.
-other_digit() {
-	local c
-	c=$(dd if="$1" bs=1 skip="$2" count=1 status=none) || return 1
-	case "$c" in [0-9a-f]) ;; *) return 1 ;; esac
-	if [ "$c" = 0 ]; then c=1; else c=0; fi
-	printf '%s' "$c" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
 # refused REGEX: the firmware or a loader printed REGEX, and no kernel ever started (its first line never came).
 refused() {
 	vm_wait "$1" 300 || return 1

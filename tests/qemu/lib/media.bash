@@ -19,3 +19,13 @@ flip_byte() {
 	# shellcheck disable=SC2059 # the format is the byte, built on purpose
 	printf "$(printf '\\%03o' $((b ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
 }
+
+# other_digit FILE OFFSET: the hex digit at OFFSET replaced by another one (a root hash in a signed command line
+# changed: still a well-formed line, no longer the one signed).
+other_digit() {
+	local c
+	c=$(dd if="$1" bs=1 skip="$2" count=1 status=none) || return 1
+	case "$c" in [0-9a-f]) ;; *) return 1 ;; esac
+	if [ "$c" = 0 ]; then c=1; else c=0; fi
+	printf '%s' "$c" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
