@@ -7,7 +7,7 @@ at_exit "rm -rf '$work'"
 d=$work/root
 require installed make -s -C "$TOP/tests/check" install PREFIX=/usr DESTDIR="$d"
 for f in bin/liveunion-check share/man/man1/liveunion-check.1 lib/liveunion-check/tests/lib.sh \
-	lib/liveunion-check/tests/qemu/lib/check.bash lib/liveunion-check/iso/mkusb.sh lib/liveunion-check/libexec/replay-log; do
+	lib/liveunion-check/tests/qemu/lib/check.bash lib/liveunion-check/iso/mkusb.sh lib/liveunion-check/iso/device.bash lib/liveunion-check/libexec/replay-log; do
 	check "has-$f" test -s "$d/usr/$f"
 done
 check command-executable test -x "$d/usr/bin/liveunion-check"

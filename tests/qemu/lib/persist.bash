@@ -11,7 +11,10 @@ at_exit "rm -rf '$PDIR'"
 make_stick() {
 	local img=$1
 	shift
-	bash "$TOP/iso/mkusb.sh" --iso "$ISO" -o "$img" "$@" 2>"$PDIR/mkusb.err"
+	bash "$TOP/iso/mkusb.sh" --iso "$ISO" -o "$img" "$@" 2>"$PDIR/mkusb.err" && return 0
+	# a failed stick says why (a check's own explanation shows only the guest's output)
+	tail -n 5 "$PDIR/mkusb.err" | sed 's/^/#   mkusb: /' >&2
+	return 1
 }
 
 # store_fsck IMAGE: e2fsck -n on partition 3 of IMAGE (a copy, so nothing can change the image).
