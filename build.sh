@@ -59,7 +59,8 @@ BUILD_PKGS=(linux-source-6.12 build-essential bc flex bison libelf-dev libssl-de
 	mtools dosfstools e2fsprogs exfatprogs fdisk cryptsetup-bin sbsigntool openssl faketime)
 TEST_PKGS=(qemu-system-x86 qemu-utils ovmf ipxe-qemu curl shellcheck clang clang-format libclang-rt-14-dev python3 attr exfat-fuse mandoc
 	man-db groff-base fusefat grub-pc-bin grub-efi-amd64-bin grub-common netpbm
-	grub-rescue-pc) # grub-rescue-pc: an ISO not ours for liveunion-check (tests/qemu/check-foreign-iso.sh)
+	grub-rescue-pc debhelper dpkg-dev) # grub-rescue-pc: an ISO not ours for liveunion-check (tests/qemu/check-foreign-iso.sh);
+# debhelper, dpkg-dev: the host tools' .debs (debian/, tests/unit/debian-package.sh)
 
 log() { printf '%s\n' "liveunion: $*" >&2; }
 die() { printf '%s\n' "liveunion: ${STAGE:+$STAGE: }error: $*" >&2; exit 1; }

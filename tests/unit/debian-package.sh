@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# summary: debian/: dpkg-buildpackage -b builds the liveunion and liveunion-check packages from the tracked files
+# alone (as from a clean clone): each holds its command and man pages (liveunion-check its library, mkusb.sh with
+# the device.bash it sources, and replay-log), under /usr; liveunion-check depends on qemu and the tools its
+# library calls; the unpacked commands run (liveunion's usage, liveunion-check's usage, which finds its library
+# under /usr/lib/liveunion-check), and the man pages render
+# shellcheck disable=SC2317 # its functions run through check and require (tests/lib.sh)
+# shellcheck source=tests/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+tmp=$(mktemp -d)
+at_exit "rm -rf '$tmp'"
+require "dpkg-buildpackage and dh are there (apt-get install -y dpkg-dev debhelper)" \
+	eval 'command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null'
+# build N: the tracked files (and debian/ as it is in the tree) unpacked in $tmp/N/src, packages in $tmp/N
+build() {
+	mkdir -p "$tmp/$1/src" || return 1
+	(cd "$TOP" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar c) | tar x -C "$tmp/$1/src" ||
+		return 1
+	if ! (cd "$tmp/$1/src" && dpkg-buildpackage -b -us -uc >"$tmp/$1.log" 2>&1); then
+		tail -n 20 "$tmp/$1.log" >&2
+		return 1
+	fi
+}
+require built build 1
+v=$(cat "$TOP/VERSION")
+deb=$tmp/1/liveunion_${v}_amd64.deb chk=$tmp/1/liveunion-check_${v}_amd64.deb
+check changelog-version-is-VERSION grep -q "^liveunion ($v) " "$TOP/debian/changelog"
+require liveunion-deb test -s "$deb"
+require liveunion-check-deb test -s "$chk"
+files() { dpkg-deb -c "$1" | awk '{ print $6 }' | sed 's|^\./|/|'; }
+for f in /usr/bin/liveunion /usr/share/man/man1/liveunion.1.gz /usr/share/man/man7/liveunion-boot.7.gz; do
+	check "liveunion-has-$f" eval "files '$deb' | grep -qx '$f'"
+done
+for f in /usr/bin/liveunion-check /usr/share/man/man1/liveunion-check.1.gz /usr/lib/liveunion-check/tests/lib.sh \
+	/usr/lib/liveunion-check/tests/qemu/lib/check.bash /usr/lib/liveunion-check/iso/mkusb.sh \
+	/usr/lib/liveunion-check/iso/device.bash /usr/lib/liveunion-check/libexec/replay-log; do
+	check "liveunion-check-has-$f" eval "files '$chk' | grep -qx '$f'"
+done
+check nothing-outside-usr eval "! files '$deb' '$chk' | grep -v '^/\$' | grep -v '^/usr/'"
+deps=$(dpkg-deb -f "$chk" Depends)
+for p in qemu-system-x86 qemu-utils ovmf xorriso python3 netpbm e2fsprogs mtools dosfstools fdisk; do
+	check "check-depends-on-$p" eval "printf '%s\n' '$deps' | tr ',' '\n' | grep -qx ' *$p'"
+done
+mkdir -p "$tmp/root"
+dpkg-deb -x "$deb" "$tmp/root" && dpkg-deb -x "$chk" "$tmp/root"
+# usage: (exit status 1 or 2, as without a command), its first line
+usage=$("$tmp/root/usr/bin/liveunion" 2>&1) || true
+check liveunion-runs grep -q '^usage: liveunion COMMAND' <<<"$usage"
+usage=$("$tmp/root/usr/bin/liveunion-check" --help 2>&1) || true
+check liveunion-check-runs grep -q '^usage: liveunion-check ' <<<"$usage"
+# past the library's loading (which comes first), to the missing ISO
+usage=$("$tmp/root/usr/bin/liveunion-check" --iso /nonexistent.iso x.sh 2>&1) || true
+check liveunion-check-finds-its-library grep -q 'no ISO at /nonexistent.iso' <<<"$usage"
+check man-pages-render eval "man -l '$tmp/root/usr/share/man/man1/liveunion-check.1.gz' >/dev/null 2>&1 && man -l '$tmp/root/usr/share/man/man7/liveunion-boot.7.gz' >/dev/null 2>&1"
+finish
