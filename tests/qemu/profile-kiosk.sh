@@ -63,8 +63,12 @@ vm_note "qemu start -> waiting page: $((($(now_ms) - VM_T0) / 1000)) s"
 # nothing has played a sound yet (the waiting page has none)
 check silent-before-page test "$(kiosk_audio_peak "$work/audio.wav")" -lt 100
 require server-up kiosk_serve_start
-check page-after-server-up screen_wait kiosk-page "$KIOSK_BACK" "${KIOSK_PAGE[@]}"
-vm_note "server up -> page on screen: $SCREEN_WAITED s (issue 15 asks for 20 s on a PC; a figure, not a check)"
+# (when the check fails, a longer wait, so that the checks after it look at the page, not at what came before)
+if check page-after-server-up screen_wait kiosk-page "$KIOSK_BACK" "${KIOSK_PAGE[@]}"; then
+	vm_note "server up -> page on screen: $SCREEN_WAITED s (issue 15 asks for 20 s on a PC; a figure, not a check)"
+else
+	screen_wait kiosk-page "$KIOSK_LIMIT" "${KIOSK_PAGE[@]}" || true
+fi
 check page-field-empty kiosk_field_empty "$SCREEN_LAST"
 # Audio plays: the page's tone reached the sound card (chromium through ALSA; no sound server in the image).
 check page-tone-played kiosk_audio_loud "$work/audio.wav" 20
@@ -148,8 +152,11 @@ check waiting-page-during-outage screen_wait kiosk-outage-waiting "$KIOSK_RESTAR
 vm_note "server down -> waiting page: $((($(now_ms) - t1) / 1000)) s (3 failed checks 10 s apart, then a browser start)"
 check outage-named-in-journal vm_run "journalctl -b -o cat | grep 'has not answered 3 times in a row'"
 check server-up-again kiosk_serve_start
-check page-after-server-back screen_wait kiosk-page-after-outage "$KIOSK_BACK" "${KIOSK_PAGE[@]}"
-vm_note "server back -> page on screen: $SCREEN_WAITED s (issue 15 asks for 20 s on a PC; a figure, not a check)"
+if check page-after-server-back screen_wait kiosk-page-after-outage "$KIOSK_BACK" "${KIOSK_PAGE[@]}"; then
+	vm_note "server back -> page on screen: $SCREEN_WAITED s (issue 15 asks for 20 s on a PC; a figure, not a check)"
+else
+	screen_wait kiosk-page-after-outage "$KIOSK_LIMIT" "${KIOSK_PAGE[@]}" || true
+fi
 
 # Reboot in the same qemu with kiosk.persist=yes: the data directory (browser profile included) is kept, nothing else.
 check token-written vm_run "echo $token >/var/lib/kiosk/$token && echo $token >/var/lib/kiosk/browser/$token && echo $token >/etc/$token && sync"

@@ -14,7 +14,7 @@ require "dpkg-buildpackage and dh are there (apt-get install -y dpkg-dev debhelp
 # build N: the tracked files (and debian/ as it is in the tree) unpacked in $tmp/N/src, packages in $tmp/N
 build() {
 	mkdir -p "$tmp/$1/src" || return 1
-	(cd "$TOP" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar c) | tar x -C "$tmp/$1/src" ||
+	(cd "$TOP" && git ls-files -z | xargs -0 tar c) | tar x -C "$tmp/$1/src" ||
 		return 1
 	if ! (cd "$tmp/$1/src" && dpkg-buildpackage -b -us -uc >"$tmp/$1.log" 2>&1); then
 		tail -n 20 "$tmp/$1.log" >&2
@@ -22,8 +22,8 @@ build() {
 	fi
 }
 require built build 1
-v=$(cat "$TOP/VERSION")
-deb=$tmp/1/liveunion_${v}_amd64.deb chk=$tmp/1/liveunion-check_${v}_amd64.deb
+v=$(cat "$TOP/VERSION") arch=$(dpkg --print-architecture)
+deb=$tmp/1/liveunion_${v}_$arch.deb chk=$tmp/1/liveunion-check_${v}_$arch.deb
 check changelog-version-is-VERSION grep -q "^liveunion ($v) " "$TOP/debian/changelog"
 require liveunion-deb test -s "$deb"
 require liveunion-check-deb test -s "$chk"
@@ -36,11 +36,13 @@ for f in /usr/bin/liveunion-check /usr/share/man/man1/liveunion-check.1.gz /usr/
 	/usr/lib/liveunion-check/iso/device.bash /usr/lib/liveunion-check/libexec/replay-log; do
 	check "liveunion-check-has-$f" eval "files '$chk' | grep -qx '$f'"
 done
-check nothing-outside-usr eval "! files '$deb' '$chk' | grep -v '^/\$' | grep -v '^/usr/'"
+check nothing-outside-usr eval "! { files '$deb'; files '$chk'; } | grep -v '^/\$' | grep -v '^/usr/'"
 deps=$(dpkg-deb -f "$chk" Depends)
 for p in qemu-system-x86 qemu-utils ovmf xorriso python3 netpbm e2fsprogs mtools dosfstools fdisk; do
 	check "check-depends-on-$p" eval "printf '%s\n' '$deps' | tr ',' '\n' | grep -qx ' *$p'"
 done
+# liveunion save and flatten run mksquashfs
+check liveunion-depends-on-squashfs-tools eval "dpkg-deb -f '$deb' Depends | tr ',' '\n' | grep -qx ' *squashfs-tools'"
 mkdir -p "$tmp/root"
 dpkg-deb -x "$deb" "$tmp/root" && dpkg-deb -x "$chk" "$tmp/root"
 # usage: (exit status 1 or 2, as without a command), its first line
@@ -51,5 +53,10 @@ check liveunion-check-runs grep -q '^usage: liveunion-check ' <<<"$usage"
 # past the library's loading (which comes first), to the missing ISO
 usage=$("$tmp/root/usr/bin/liveunion-check" --iso /nonexistent.iso x.sh 2>&1) || true
 check liveunion-check-finds-its-library grep -q 'no ISO at /nonexistent.iso' <<<"$usage"
+# a scenario that boots nothing: the whole API is loaded (check.bash and all it sources) from /usr/lib
+printf '%s\n' 'check api-loaded declare -F vm_boot vm_login screen_shot make_stick powercut_disk lab_up' >"$tmp/api.sh"
+: >"$tmp/none.iso"
+check liveunion-check-loads-its-api "$tmp/root/usr/bin/liveunion-check" --iso "$tmp/none.iso" --out "$tmp/o" "$tmp/api.sh"
+check liveunion-check-junit test -s "$tmp/o/tests/junit.xml"
 check man-pages-render eval "man -l '$tmp/root/usr/share/man/man1/liveunion-check.1.gz' >/dev/null 2>&1 && man -l '$tmp/root/usr/share/man/man7/liveunion-boot.7.gz' >/dev/null 2>&1"
 finish

@@ -102,7 +102,7 @@ screen_foreign() {
 	local ppm=$1 hist c want=''
 	shift
 	for c in "$@"; do want+="$((16#${c:0:2})) $((16#${c:2:2})) $((16#${c:4:2})) "; done
-	hist=$(ppmhist -noheader "$ppm") || { harness_error "screen_foreign: ppmhist $ppm failed (package netpbm)"; return 255; }
+	hist=$(ppmhist -noheader "$ppm") || { harness_error "screen_foreign: ppmhist $ppm failed (package netpbm)" >&2; return 255; }
 	awk -v tol="$SCREEN_TOL" -v want="$want" '
 		BEGIN { n = split(want, w, " ") / 3 }
 		function d(a, b) { return a > b ? a - b : b - a }
