@@ -36,8 +36,12 @@ screen_shot() {
 		return 255
 	fi
 	SCREEN_LAST=$ppm
-	if ! { mkdir -p "$SCREEN_PNG_DIR" && pnmtopng "$ppm" >"$SCREEN_PNG_DIR/$name.png" 2>/dev/null; }; then
-		vm_note "screen_shot: pnmtopng $ppm failed (package netpbm)"
+	[ -n "${SCREEN_NO_PNG:-}" ] || screen_png "$name"
+}
+# screen_png NAME: the PNG of screenshot NAME (its PPM) in SCREEN_PNG_DIR
+screen_png() {
+	if ! { mkdir -p "$SCREEN_PNG_DIR" && pnmtopng "$SCREEN_DIR/$1.ppm" >"$SCREEN_PNG_DIR/$1.png" 2>/dev/null; }; then
+		vm_note "screen_shot: pnmtopng $SCREEN_DIR/$1.ppm failed (package netpbm)"
 	fi
 }
 
@@ -119,13 +123,16 @@ screen_wait() {
 	t0=$(now_ms)
 	while :; do
 		n=$((n + 1))
-		screen_shot "$name" || return 1
+		# each look replaces the last under the same name: only the one the wait ends on becomes a PNG
+		SCREEN_NO_PNG=1 screen_shot "$name" || return 1
 		if out=$(python3 -c "$SCREEN_PY" "$SCREEN_LAST" "$SCREEN_TOL" "$@"); then
+			screen_png "$name"
 			SCREEN_WAITED=$((($(now_ms) - t0) / 1000))
 			vm_note "screen $name: matched after ${SCREEN_WAITED} s ($n screenshots)"
 			return 0
 		fi
 		if [ $(($(now_ms) - t0)) -ge $((limit * 1000)) ]; then
+			screen_png "$name"
 			vm_note "screen $name: no match within ${limit} s ($n screenshots, the last in $SCREEN_PNG_DIR/$name.png): $out"
 			return 1
 		fi
