@@ -11,19 +11,18 @@ tmp=$(mktemp -d)
 at_exit "rm -rf '$tmp'"
 require "dpkg-buildpackage and dh are there (apt-get install -y dpkg-dev debhelper)" \
 	eval 'command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null'
-# build N: the tracked files (and debian/ as it is in the tree) unpacked in $tmp/N/src, packages in $tmp/N
+# build: the tracked files unpacked in $tmp/src, the packages in $tmp
 build() {
-	mkdir -p "$tmp/$1/src" || return 1
-	(cd "$TOP" && git ls-files -z | xargs -0 tar c) | tar x -C "$tmp/$1/src" ||
-		return 1
-	if ! (cd "$tmp/$1/src" && dpkg-buildpackage -b -us -uc >"$tmp/$1.log" 2>&1); then
-		tail -n 20 "$tmp/$1.log" >&2
+	mkdir -p "$tmp/src" || return 1
+	(cd "$TOP" && git ls-files -z | xargs -0 tar c) | tar x -C "$tmp/src" || return 1
+	if ! (cd "$tmp/src" && dpkg-buildpackage -b -us -uc >"$tmp/build.log" 2>&1); then
+		tail -n 20 "$tmp/build.log" >&2
 		return 1
 	fi
 }
-require built build 1
+require built build
 v=$(cat "$TOP/VERSION") arch=$(dpkg --print-architecture)
-deb=$tmp/1/liveunion_${v}_$arch.deb chk=$tmp/1/liveunion-check_${v}_$arch.deb
+deb=$tmp/liveunion_${v}_$arch.deb chk=$tmp/liveunion-check_${v}_$arch.deb
 check changelog-version-is-VERSION grep -q "^liveunion ($v) " "$TOP/debian/changelog"
 require liveunion-deb test -s "$deb"
 require liveunion-check-deb test -s "$chk"

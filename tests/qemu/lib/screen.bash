@@ -66,12 +66,6 @@ tol = int(sys.argv[2])
 def at(x, y):
     o = 3 * (y * w + x); return tuple(px[o:o + 3])
 def near(c, want): return all(abs(a - b) <= tol for a, b in zip(c, want))
-if sys.argv[3] == "foreign":
-    cs = [tuple(int(c[k:k + 2], 16) for k in (0, 2, 4)) for c in sys.argv[4:]]
-    # each distinct colour judged once (a screen has few), then counted: a full-screen check costs well under a second
-    import collections
-    seen = collections.Counter(zip(px[0::3], px[1::3], px[2::3]))
-    print(sum(n for c, n in seen.items() if not any(near(c, k) for k in cs))); sys.exit(0)
 if sys.argv[3] == "dark":
     x0, y0, x1, y1 = map(int, sys.argv[4:8])
     print(sum(1 for y in range(y0, y1) for x in range(x0, x1) if max(at(x, y)) < 96)); sys.exit(0)
